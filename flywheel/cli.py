@@ -1,0 +1,61 @@
+"""The `galahad` console script: global options and the subcommand registry.
+
+Each subcommand lives in its own module exposing `register(subparsers)`; the handler it sets as `func`
+receives the parsed args (with `args.paths`, the resolved data dir). Heavy imports (torch, ray) happen
+inside handlers so that `galahad verify` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from galahad.flywheel.config import DATA_ENV, Paths
+from galahad.flywheel.errors import GalahadError
+
+COMMAND_MODULES = (
+    "galahad.flywheel.cmd_exactness",
+    "galahad.flywheel.cmd_catalog",
+    "galahad.verifier.cli",
+    "galahad.flywheel.cmd_problems",
+    "galahad.flywheel.cmd_run",
+    "galahad.flywheel.cmd_solve",
+    "galahad.flywheel.cmd_eval",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="galahad", description="Verified-knowledge KV-cache grafting.")
+    parser.add_argument(
+        "--data", default=None, help=f"data dir for catalog, store and model cache (env {DATA_ENV}, default ~/.galahad)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # not built yet; every other import failure is a real bug
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.paths = Paths.resolve(args.data)
+    try:
+        code = args.func(args)
+    except GalahadError as exc:
+        print(f"galahad: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("galahad: interrupted", file=sys.stderr)
+        return 130
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""The one place where Galahad's defaults live, and the data-dir layout derived from them."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_MODEL = "gemma3-270m"
+DEFAULT_DATA = "~/.galahad"
+DATA_ENV = "GALAHAD_HOME"
+# The converted model snapshot is ~1 GB and data-independent, so it may be shared between data dirs.
+MODEL_CACHE_ENV = "GALAHAD_MODEL_CACHE"
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where everything lives under one data dir: catalog, artifact store, model cache, reports."""
+
+    root: Path
+
+    @classmethod
+    def resolve(cls, data: str | os.PathLike | None = None) -> Paths:
+        raw = data or os.environ.get(DATA_ENV) or DEFAULT_DATA
+        return cls(Path(raw).expanduser().resolve())
+
+    @property
+    def catalog_url(self) -> str:
+        return f"sqlite:///{self.root / 'catalog.sqlite3'}"
+
+    @property
+    def store(self) -> Path:
+        return self.root / "store"
+
+    @property
+    def models(self) -> Path:
+        shared = os.environ.get(MODEL_CACHE_ENV)
+        return Path(shared).expanduser().resolve() if shared else self.root / "models"
+
+    @property
+    def reports(self) -> Path:
+        return self.root / "reports"
+
+    def ensure(self) -> Paths:
+        for p in (self.root, self.store, self.models, self.reports):
+            p.mkdir(parents=True, exist_ok=True)
+        return self

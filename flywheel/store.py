@@ -1,0 +1,135 @@
+"""Content-addressed blob store: bytes in, SHA-256 id out; every read is hash-checked.
+
+Backends sit behind `BlobStore` so an object store can follow the local/shared-filesystem one. A blob is
+durable (fsync'd file and directory) before `put` returns, so a catalog row committed after `put` never
+points at missing or partial bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+
+from galahad.flywheel.errors import GalahadError, IntegrityError
+
+_ID = re.compile(r"^[0-9a-f]{64}$")
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def check_id(blob_id: str) -> str:
+    """Ids are exactly 64 lowercase hex chars: anything else (path traversal included) is refused."""
+    if not isinstance(blob_id, str) or not _ID.match(blob_id):
+        raise GalahadError(f"not a valid artifact id (64 lowercase hex chars): {str(blob_id)[:80]!r}")
+    return blob_id
+
+
+class BlobStore(ABC):
+    """The store's contract. Implementations must make `put` atomic and durable."""
+
+    @abstractmethod
+    def put(self, data: bytes) -> str: ...
+
+    @abstractmethod
+    def get_unchecked(self, blob_id: str) -> bytes: ...
+
+    @abstractmethod
+    def has(self, blob_id: str) -> bool: ...
+
+    @abstractmethod
+    def delete(self, blob_id: str) -> None: ...
+
+    @abstractmethod
+    def ids(self) -> Iterator[str]: ...
+
+    @abstractmethod
+    def size(self, blob_id: str) -> int: ...
+
+    def get(self, blob_id: str) -> bytes:
+        data = self.get_unchecked(check_id(blob_id))
+        actual = sha256_hex(data)
+        if actual != blob_id:
+            raise IntegrityError(f"blob {blob_id[:16]} is corrupted: its bytes hash to {actual[:16]}")
+        return data
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Temp file in the same folder, fsync, rename, fsync the folder: readers see all or nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+class LocalStore(BlobStore):
+    """Files under `root/ab/cd/<id>`; works the same on a shared filesystem path for scale-out."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    def path(self, blob_id: str) -> Path:
+        check_id(blob_id)
+        return self.root / blob_id[:2] / blob_id[2:4] / blob_id
+
+    def put(self, data: bytes) -> str:
+        blob_id = sha256_hex(data)
+        target = self.path(blob_id)
+        if target.exists() and target.stat().st_size == len(data):
+            return blob_id  # content-addressed: same bytes already durable (fsck re-hashes)
+        try:
+            atomic_write(target, data)
+        except OSError as exc:
+            raise GalahadError(f"cannot write blob {blob_id[:16]} under {self.root}: {exc.strerror or exc}") from exc
+        return blob_id
+
+    def get_unchecked(self, blob_id: str) -> bytes:
+        try:
+            return self.path(blob_id).read_bytes()
+        except FileNotFoundError:
+            raise GalahadError(f"blob {blob_id[:16]} is missing from the store {self.root}") from None
+
+    def has(self, blob_id: str) -> bool:
+        return self.path(blob_id).is_file()
+
+    def delete(self, blob_id: str) -> None:
+        try:
+            self.path(blob_id).unlink()
+        except FileNotFoundError:
+            pass
+
+    def ids(self) -> Iterator[str]:
+        if not self.root.is_dir():
+            return
+        for p in sorted(self.root.glob("??/??/*")):
+            if p.is_file() and _ID.match(p.name):
+                yield p.name
+
+    def temp_files(self) -> Iterator[Path]:
+        """Leftovers of writers killed mid-write: never visible as blobs, collectable by gc."""
+        if self.root.is_dir():
+            yield from self.root.glob("??/??/.tmp-*")
+
+    def size(self, blob_id: str) -> int:
+        return self.path(blob_id).stat().st_size

@@ -1,0 +1,1 @@
+"""Swappable compute kernels: RoPE (apply, re-rotate) and attention, stock and shape-invariant."""

@@ -1,0 +1,1 @@
+"""Alembic migrations for the Galahad catalog, applied automatically at start-up."""

@@ -1,0 +1,1 @@
+"""Answer extraction and symbolic equivalence. Knows nothing of Ray, torch or the catalog."""

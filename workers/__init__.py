@@ -1,0 +1,1 @@
+"""Model runtime (loading, fingerprints, deterministic configuration, prefill/decode, graft) and Ray actors."""
