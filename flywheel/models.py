@@ -1,0 +1,166 @@
+"""The catalog's schema: SQLAlchemy 2 declarative models (the source of truth the migrations must match).
+
+Ids are portable so that a bundle can move rows between catalogs without renumbering: a problem's id is
+the SHA-256 of its normalized text, an artifact's id is the SHA-256 of its bytes, and runs, attempts and
+verifications get random UUIDs. Times are naive UTC (`DateTime` without zone) so SQLite and PostgreSQL
+store and compare them alike.
+
+Provenance: artifact -> verification -> attempt -> problem (and attempt -> run); artifact -> parent
+artifact for KV chains; a library is a named sequence of chains of artifacts.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# Deterministic constraint names: Alembic (and SQLite batch mode, which rebuilds tables) can only alter or
+# drop a constraint it can name, and the names must be the same on every backend.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+PROBLEM_STATUSES = ("pending", "claimed", "verified", "failed")
+HASH = String(64)  # SHA-256 hex
+UUID = String(32)  # uuid4().hex
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Problem(Base):
+    """A problem, deduplicated by normalized text; also the durable work queue (status + lease)."""
+
+    __tablename__ = "problems"
+    __table_args__ = (
+        CheckConstraint(f"status IN {PROBLEM_STATUSES!r}", name="status"),
+        Index("ix_problems_status_created_at", "status", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(HASH, primary_key=True)  # problem_hash(text)
+    text: Mapped[str] = mapped_column(Text)
+    answer: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(String(200))
+    topic: Mapped[str] = mapped_column(String(200), index=True)
+    template: Mapped[str | None] = mapped_column(String(200), index=True)
+    external_id: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime)
+    claims: Mapped[int] = mapped_column(Integer, default=0)  # how often it was handed out
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+    updated_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class Run(Base):
+    """One invocation of the learning loop or an eval: its configuration and, once finished, a summary."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(UUID, primary_key=True)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    started_at: Mapped[datetime] = mapped_column(DateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class Attempt(Base):
+    """One sampled solution: which model, which sampling, what it cost."""
+
+    __tablename__ = "attempts"
+
+    id: Mapped[str] = mapped_column(UUID, primary_key=True)
+    problem_id: Mapped[str] = mapped_column(ForeignKey("problems.id"), index=True)
+    run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id"), index=True)
+    model_fingerprint: Mapped[str] = mapped_column(String(128))
+    sampling: Mapped[dict[str, Any]] = mapped_column(JSON)
+    output_text: Mapped[str] = mapped_column(Text)
+    tokens: Mapped[int] = mapped_column(Integer)
+    seconds: Mapped[float] = mapped_column(Float)
+    cpu_seconds: Mapped[float] = mapped_column(Float)
+    energy_joules: Mapped[float | None] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class Verification(Base):
+    """A verifier's verdict on an attempt; the verifier version makes old verdicts re-checkable."""
+
+    __tablename__ = "verifications"
+
+    id: Mapped[str] = mapped_column(UUID, primary_key=True)
+    attempt_id: Mapped[str] = mapped_column(ForeignKey("attempts.id"), index=True)
+    verifier_version: Mapped[str] = mapped_column(String(100))
+    verified: Mapped[bool] = mapped_column(Boolean)
+    reason: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class Artifact(Base):
+    """A KV artifact's catalog row, parsed from its own header: the blob is the truth, the row an index."""
+
+    __tablename__ = "artifacts"
+
+    id: Mapped[str] = mapped_column(HASH, primary_key=True)  # SHA-256 of the blob
+    parent_id: Mapped[str | None] = mapped_column(ForeignKey("artifacts.id"), index=True)
+    verification_id: Mapped[str | None] = mapped_column(ForeignKey("verifications.id"), index=True)
+    token_start: Mapped[int] = mapped_column(Integer)
+    token_end: Mapped[int] = mapped_column(Integer)
+    n_tokens: Mapped[int] = mapped_column(Integer)
+    size: Mapped[int] = mapped_column(BigInteger)
+    model_fingerprint: Mapped[str] = mapped_column(String(128), index=True)
+    runtime_fingerprint: Mapped[str] = mapped_column(String(128))
+    dtype: Mapped[str] = mapped_column(String(32))
+    layer_kinds: Mapped[list[Any]] = mapped_column(JSON)
+    token_ids: Mapped[list[Any]] = mapped_column(JSON)
+    location: Mapped[str] = mapped_column(String(1000))  # which store holds the bytes (machine-local)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class Library(Base):
+    """A named collection of artifact chains, usually one per topic or template."""
+
+    __tablename__ = "libraries"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    topic: Mapped[str | None] = mapped_column(String(200))
+    template: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class LibraryEntry(Base):
+    """Position `position` of chain `chain_index` in a library; a new chain starts when the context is full."""
+
+    __tablename__ = "library_entries"
+    __table_args__ = (UniqueConstraint("library", "artifact_id"),)
+
+    library: Mapped[str] = mapped_column(ForeignKey("libraries.name"), primary_key=True)
+    chain_index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    artifact_id: Mapped[str] = mapped_column(ForeignKey("artifacts.id"), index=True)
+    added_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+TABLES = Base.metadata.tables

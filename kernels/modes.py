@@ -1,0 +1,46 @@
+"""Kernel modes: which compute kernels a forward pass runs under, selected by name and recorded in the
+runtime fingerprint (the mode's name is a field of RuntimeConfig).
+
+A mode is a small object whose `active()` context manager installs its kernels for the duration of a
+forward pass and restores the previous ones afterwards. `stock` leaves PyTorch/transformers untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+
+class KernelMode:
+    """Base class: subclasses override `active` (and optionally `attn_implementation`)."""
+
+    name = "base"
+
+    def attn_implementation(self, requested: str) -> str:
+        """The attention implementation the model must be loaded with under this mode."""
+        return requested
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        yield
+
+
+class StockMode(KernelMode):
+    name = "stock"
+
+
+_MODES: dict[str, type[KernelMode]] = {"stock": StockMode}
+
+
+def register(cls: type[KernelMode]) -> type[KernelMode]:
+    _MODES[cls.name] = cls
+    return cls
+
+
+def get_mode(name: str) -> KernelMode:
+    if name == "invariant" and name not in _MODES:
+        import galahad.kernels.invariant  # noqa: F401  (registers itself)
+    try:
+        return _MODES[name]()
+    except KeyError:
+        raise ValueError(f"unknown kernel mode {name!r}; known: {', '.join(sorted(_MODES))}") from None

@@ -1,0 +1,121 @@
+"""Own-position graft is exact (bytes), chains work past the sliding window, and bad grafts are refused."""
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from galahad.flywheel.artifact import decode
+from galahad.flywheel.cli import main
+from galahad.flywheel.errors import GalahadError, IntegrityError
+from galahad.workers.engine import Engine
+from galahad.workers.graft import deposit_span, restore
+from galahad.workers.models import load_model
+from galahad.workers.runtime import DEFAULT_RUNTIME
+
+RT = DEFAULT_RUNTIME.with_(prefill_chunk=8)
+
+
+def _sha(t):
+    return hashlib.sha256(t.numpy().tobytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def engine(model_cache):
+    return Engine(load_model("tiny", model_cache, RT), RT)
+
+
+def _tokens(n, seed):
+    return torch.randint(10, 250, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
+
+
+def _chain(engine, segments):
+    cache, arts, start, parent = engine.new_cache(), [], 0, None
+    for seg in segments:
+        art_id, data = deposit_span(engine, cache, seg, start, parent)
+        arts.append(decode(data, art_id))
+        start, parent = start + len(seg), art_id
+    return arts
+
+
+@pytest.mark.parametrize("lengths", [[5], [40], [3, 4, 5], [30, 2, 17], [15, 1, 15, 1]])
+def test_chain_graft_equals_fresh_prefill(engine, lengths):
+    toks = _tokens(sum(lengths) + 9, sum(lengths))
+    query = toks[-9:]
+    segments, i = [], 0
+    for n in lengths:
+        segments.append(toks[i : i + n])
+        i += n
+    arts = _chain(engine, segments)
+    fresh = engine.new_cache()
+    for seg, art in zip(segments, arts, strict=True):
+        engine.prefill(fresh, seg, art.meta.start)
+    ref = engine.forward(fresh, query, i)
+    graft = engine.forward(restore(engine, arts), query, i)
+    assert torch.equal(ref, graft) and _sha(ref) == _sha(graft)
+    # decoding continues identically after the graft
+    a = engine.decode(restore(engine, arts), query, i, 6)
+    fresh2 = engine.new_cache()
+    for seg, art in zip(segments, arts, strict=True):
+        engine.prefill(fresh2, seg, art.meta.start)
+    assert engine.decode(fresh2, query, i, 6).token_ids == a.token_ids
+
+
+def test_shifted_graft_is_inexact_and_zero_shift_is_exact(engine):
+    toks = _tokens(30, 3)
+    (art,) = _chain(engine, [toks[:24]])
+    q = toks[24:]
+    for shift in (0, 1, 1000):
+        ref_cache = engine.new_cache()
+        engine.prefill(ref_cache, toks[:24], 0, shift=shift)
+        ref = engine.forward(ref_cache, q, 24, shift=shift)
+        got = engine.forward(restore(engine, [art], shift=shift), q, 24, shift=shift)
+        if shift == 0:
+            assert torch.equal(ref, got)
+        else:
+            assert not torch.equal(ref, got)
+            assert float((ref - got).abs().max()) > 0
+
+
+def test_broken_chains_are_refused(engine):
+    a, b, c = _chain(engine, [_tokens(6, 1), _tokens(6, 2), _tokens(6, 3)])
+    with pytest.raises(GalahadError, match="does not continue the chain"):
+        restore(engine, [a, c])
+    with pytest.raises(GalahadError, match="does not continue the chain"):
+        restore(engine, [b])
+    with pytest.raises(GalahadError, match="empty"):
+        restore(engine, [])
+
+
+def test_other_runtime_or_model_is_refused(engine, model_cache):
+    (art,) = _chain(engine, [_tokens(6, 4)])
+    other_rt = RT.with_(prefill_chunk=16)
+    other = Engine(engine.loaded, other_rt)
+    with pytest.raises(IntegrityError, match="runtime fingerprint mismatch"):
+        restore(other, [art])
+    changed = load_model("tiny", model_cache, RT)
+    with torch.no_grad():
+        changed.model.lm_head.weight[0, 0] += 1.0
+    from galahad.workers.models import model_fingerprint
+
+    changed.fingerprint = model_fingerprint(changed.model, changed.tokenizer)
+    with pytest.raises(IntegrityError, match="model fingerprint mismatch"):
+        restore(Engine(changed, RT), [art])
+
+
+def test_exactness_cli_tiny_50_samples_across_processes(tmp_path, model_cache, capsys):
+    os.environ["GALAHAD_MODEL_CACHE"] = str(model_cache)
+    out = tmp_path / "report.json"
+    code = main(["--data", str(tmp_path / "data"), "exactness", "--model", "tiny", "--json", "--out", str(out)])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert report["samples"] == 50 and report["sha256_equal"] == 50
+    assert report["kl_max"] == 0.0 and report["argmax_agreement"] == 1.0
+    assert report["shifted_sha256_equal"] < 50 and report["shifted_max_abs_diff"] > 0
+    assert {"monolithic_sha256_equal", "cases"} <= report.keys()
+    assert all(c["reference_logits_sha256"] == c["graft_logits_sha256"] for c in report["cases"])
+    assert any(c["prefix_tokens"] > 16 for c in report["cases"])  # past the sliding window
+    assert json.loads(Path(out).read_text())["sha256_equal"] == 50

