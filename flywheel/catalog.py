@@ -90,10 +90,11 @@ class Catalog(Queries):
                 from sqlalchemy.dialects.sqlite import insert as dialect_insert
             else:
                 from sqlalchemy.dialects.postgresql import insert as dialect_insert
+            # Built once per call but with parameters passed separately, so SQLAlchemy's compiled cache hits.
             stmt = dialect_insert(table).on_conflict_do_nothing(index_elements=keys)
-            if len(rows) == 1:
-                return conn.execute(stmt.values(rows[0])).rowcount
-            return conn.execute(stmt, rows).rowcount  # executemany; some drivers report -1
+            if len(rows) == 1:  # RETURNING, because drivers need not report an INSERT's rowcount
+                return len(conn.execute(stmt.returning(*table.primary_key.columns), rows[0]).all())
+            return conn.execution_options(preserve_rowcount=True).execute(stmt, rows).rowcount
         added = 0  # other backends: a savepoint per row so one duplicate does not abort the transaction
         for r in rows:
             try:
@@ -243,11 +244,12 @@ class Catalog(Queries):
 
         meta = read_meta(data)
         artifact_id = sha256_hex(data)
-        with self.engine.connect() as conn:  # refuse early, before any byte is written
-            if meta.parent is not None:
-                self._require(conn, ART, check_id(meta.parent), "parent artifact")
-            if verification_id is not None:
-                self._require(conn, V, verification_id, "verification")
+        if meta.parent is not None or verification_id is not None:
+            with self.engine.connect() as conn:  # refuse early, before any byte is written
+                if meta.parent is not None:
+                    self._require(conn, ART, check_id(meta.parent), "parent artifact")
+                if verification_id is not None:
+                    self._require(conn, V, verification_id, "verification")
         if store.put(data) != artifact_id:
             raise GalahadError(f"store returned a different id for artifact {artifact_id[:16]}")
         row = dict(
@@ -264,6 +266,45 @@ class Catalog(Queries):
             if library is not None:
                 self._append(conn, library, artifact_id, new_chain)
         return artifact_id
+
+    def deposit_many(self, store: BlobStore, blobs: list[bytes], *, library: str | None = None,
+                     location: str | None = None) -> list[str]:
+        """Bulk `deposit` (bundles, backfills): every blob durable first, then all rows in one transaction.
+
+        A parent must come earlier in `blobs` or already be in the catalog; with `library`, the blobs are
+        appended in order to its current chain.
+        """
+        from galahad.flywheel.artifact import read_meta
+
+        metas = [read_meta(b) for b in blobs]
+        ids = [sha256_hex(b) for b in blobs]
+        earlier: set[str] = set()
+        outside = set()
+        for aid, meta in zip(ids, metas, strict=True):
+            if meta.parent is not None and meta.parent not in earlier:
+                outside.add(check_id(meta.parent))
+            earlier.add(aid)
+        with self.engine.connect() as conn:
+            found = set(conn.execute(select(ART.c.id).where(ART.c.id.in_(outside))).scalars()) if outside else set()
+        if outside - found:
+            raise GalahadError(f"unknown parent artifact {sorted(outside - found)[0][:16]} (not in the catalog or "
+                               "earlier in the batch)")
+        for aid, data in zip(ids, blobs, strict=True):
+            if store.put(data) != aid:
+                raise GalahadError(f"store returned a different id for artifact {aid[:16]}")
+        t, where = now(), location or store_location(store)
+        rows = [dict(
+            id=aid, parent_id=m.parent, verification_id=None, token_start=m.start, token_end=m.end,
+            n_tokens=len(m.token_ids), size=len(data), model_fingerprint=m.model_fingerprint,
+            runtime_fingerprint=m.runtime_fingerprint, dtype=m.dtype, layer_kinds=list(m.layer_kinds),
+            token_ids=list(m.token_ids), location=where, created_at=t,
+        ) for aid, m, data in zip(ids, metas, blobs, strict=True)]
+        with self._write() as conn:  # all blobs are durable
+            self._insert_ignore(conn, ART, list({r["id"]: r for r in rows}.values()))
+            if library is not None:
+                for aid in ids:
+                    self._append(conn, library, aid, False)
+        return ids
 
     def ensure_library(self, name: str, topic: str | None = None, template: str | None = None) -> str:
         with self._write() as conn:

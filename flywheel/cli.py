@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     except GalahadError as exc:
         print(f"galahad: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # a full disk, a vanished folder: one line, not a traceback
+        print(f"galahad: error: {exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("galahad: interrupted", file=sys.stderr)
         return 130

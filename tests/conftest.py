@@ -1,10 +1,21 @@
-"""Shared test fixtures. The deterministic process env is pinned here, before anything imports torch."""
+"""Shared test fixtures. The deterministic process env is pinned here, before anything imports torch.
+
+Catalog fixtures: `catalog_url` runs a test once on SQLite (a fresh file) and once on the real PostgreSQL
+server (a fresh, uniquely named database, dropped afterwards). PostgreSQL being unreachable fails the test;
+it is never skipped (`.ci/run` starts the server). `make_catalog_url(backend)` makes more fresh databases.
+"""
 
 from galahad.workers.runtime import pin_process_env
 
 pin_process_env()
 
+import os  # noqa: E402
+import uuid  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+
 import pytest  # noqa: E402
+from sqlalchemy import create_engine  # noqa: E402
+from sqlalchemy.engine import make_url  # noqa: E402
 
 # --- model fixtures (lead) ---
 MODEL_CACHE_DEFAULT = "~/.cache/galahad-models"
@@ -13,9 +24,66 @@ MODEL_CACHE_DEFAULT = "~/.cache/galahad-models"
 @pytest.fixture(scope="session")
 def model_cache():
     """Converted model snapshots are data-independent and expensive (gemma: ~1 min): share them."""
-    import os
     from pathlib import Path
 
     path = Path(os.environ.get("GALAHAD_MODEL_CACHE", MODEL_CACHE_DEFAULT)).expanduser()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+# --- catalog fixtures ---
+PG_ADMIN_URL = os.environ.get("GALAHAD_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+BACKENDS = ("sqlite", "postgresql")
+
+
+@pytest.fixture
+def make_catalog_url(tmp_path_factory) -> Iterator[Callable[[str], str]]:
+    """Factory: `make("sqlite" | "postgresql") -> URL` of a fresh, empty database, cleaned up after the test."""
+    created: list[str] = []
+    admin = None
+
+    def make(backend: str) -> str:
+        nonlocal admin
+        if backend == "sqlite":
+            d = tmp_path_factory.mktemp("catalog")
+            return f"sqlite:///{d / 'catalog.sqlite3'}"
+        if backend != "postgresql":
+            raise ValueError(backend)
+        if admin is None:
+            admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 10})
+        name = f"galahad_test_{uuid.uuid4().hex[:16]}"
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        created.append(name)
+        return make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+    yield make
+    if admin is not None:
+        with admin.connect() as conn:
+            for name in created:
+                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def catalog_url(request, make_catalog_url) -> str:
+    """A fresh catalog database URL, once per backend."""
+    return make_catalog_url(request.param)
+
+
+@pytest.fixture
+def backend(catalog_url: str) -> str:
+    return "sqlite" if catalog_url.startswith("sqlite") else "postgresql"
+
+
+# --- netns Ray cluster (two real nodes in network namespaces; see galahad.workers.netns_cluster) ---
+@pytest.fixture(scope="session")
+def netns_ray_cluster():
+    """A started 2-node Ray cluster (head 10.213.7.1, worker 10.213.7.2); skips where netns is unusable."""
+    from galahad.workers.netns_cluster import NetnsRayCluster, available
+
+    ok, why = available()
+    if not ok:
+        pytest.skip(f"netns Ray cluster unavailable: {why}")
+    with NetnsRayCluster() as cluster:
+        yield cluster

@@ -83,9 +83,26 @@ class Engine:
     ) -> Decoded:
         """Prefill the prompt after the cache's contents, then decode greedily or by seeded sampling."""
         t0, c0 = time.perf_counter(), time.process_time()
-        gen = torch.Generator().manual_seed(seed)
         logits = self.prefill(cache, prompt_ids, start)[-1]
-        pos = start + len(prompt_ids)
+        out = self.continue_decode(cache, logits, start + len(prompt_ids), max_new_tokens,
+                                   temperature=temperature, seed=seed, stop=stop)
+        out.seconds, out.cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
+        return out
+
+    def continue_decode(
+        self,
+        cache: DynamicCache,
+        logits: torch.Tensor,
+        pos: int,
+        max_new_tokens: int,
+        *,
+        temperature: float = 0.0,
+        seed: int = 0,
+        stop: tuple[str, ...] = (),
+    ) -> Decoded:
+        """Decode from the last position's logits; the cache is extended in place."""
+        t0, c0 = time.perf_counter(), time.process_time()
+        gen = torch.Generator().manual_seed(seed)
         out: list[int] = []
         stopped = False
         eos = self.loaded.eos_ids
@@ -99,6 +116,7 @@ class Engine:
                 stopped = True
                 break
             out.append(tok)
+            # The stop string is matched on decoded text because tokenizers merge "\n" with neighbours.
             if stop and any(s in self.tokenizer.decode(out[-8:]) for s in stop):
                 stopped = True
                 break

@@ -1,0 +1,151 @@
+"""Catalog benchmark: exact-match lookups at 10^4..10^6 rows on SQLite, and deposit throughput.
+
+    python bench/bench_catalog.py                 # sizes 1e4 1e5 1e6, SQLite in a temp dir
+    python bench/bench_catalog.py --sizes 10000 --url postgresql://postgres@127.0.0.1:5432/bench
+
+Lookups go through the public API (`Catalog.problem_by_hash`, `Catalog.artifact`: connection checkout,
+query, row -> dict), each timed alone; the table is grown in place between sizes with bulk Core inserts
+(not the ORM). Deposit throughput uses real artifacts and a real store on disk: `deposit` (one blob fsync
++ one commit per artifact) and `deposit_many` (batches of 100: blobs fsync'd, one commit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sqlalchemy import insert
+
+from galahad.flywheel.catalog import Catalog, now, problem_hash
+from galahad.flywheel.models import TABLES
+from galahad.flywheel.store import LocalStore
+
+BATCH = 20_000
+
+
+def _fp(tag: str) -> str:
+    return hashlib.sha256(tag.encode()).hexdigest()
+
+
+def grow(cat: Catalog, start: int, stop: int) -> float:
+    """Insert problems and artifacts [start, stop); returns rows/s (both tables counted)."""
+    t0, ts = time.perf_counter(), now()
+    model, runtime = _fp("model"), _fp("runtime")
+    for lo in range(start, stop, BATCH):
+        hi = min(stop, lo + BATCH)
+        problems = [dict(id=problem_hash(f"problem number {i}"), text=f"problem number {i}", answer=str(i),
+                         source="bench", topic=f"topic{i % 50}", template=f"tpl{i % 500}", external_id=None,
+                         status="pending", claimed_by=None, lease_until=None, claims=0, created_at=ts,
+                         updated_at=ts) for i in range(lo, hi)]
+        artifacts = [dict(id=_fp(f"artifact {i}"), parent_id=None, verification_id=None, token_start=0,
+                          token_end=16, n_tokens=16, size=40_000, model_fingerprint=model,
+                          runtime_fingerprint=runtime, dtype="float32", layer_kinds=["full"] * 18,
+                          token_ids=list(range(i % 1000, i % 1000 + 16)), location="file:///bench",
+                          created_at=ts) for i in range(lo, hi)]
+        with cat._write() as conn:
+            conn.execute(insert(TABLES["problems"]), problems)
+            conn.execute(insert(TABLES["artifacts"]), artifacts)
+    return 2 * (stop - start) / (time.perf_counter() - t0)
+
+
+def timed(fn, keys: list[str]) -> tuple[float, float]:
+    """p50, p99 in milliseconds of fn(key) over keys (after a warm-up pass over the first 200)."""
+    for k in keys[:200]:
+        fn(k)
+    out = []
+    for k in keys:
+        t = time.perf_counter_ns()
+        fn(k)
+        out.append((time.perf_counter_ns() - t) / 1e6)
+    q = statistics.quantiles(out, n=100, method="inclusive")
+    return q[49], q[98]
+
+
+def lookups(cat: Catalog, n_rows: int, samples: int, rng: random.Random) -> dict[str, tuple[float, float]]:
+    idx = [rng.randrange(n_rows) for _ in range(samples)]
+    probs = [problem_hash(f"problem number {i}") for i in idx]
+    arts = [_fp(f"artifact {i}") for i in idx]
+    assert cat.problem_by_hash(probs[0]) is not None and cat.artifact(arts[0])["id"] == arts[0]
+    return {"problem by hash": timed(cat.problem_by_hash, probs), "artifact by id": timed(cat.artifact, arts)}
+
+
+def deposits(url: str, root: Path, n: int, label: str) -> dict[str, float]:
+    import torch
+
+    from galahad.flywheel.artifact import ArtifactMeta, encode
+
+    blobs = []
+    for i in range(2 * n):  # 18 layers x 1 head x 16 tokens x 8: a small but real artifact (~19 KB)
+        meta = ArtifactMeta(token_ids=tuple(range(i, i + 16)), start=0, parent=None,
+                            model_fingerprint=_fp("model"), runtime_fingerprint=_fp("runtime"),
+                            layer_kinds=("full",) * 18, dtype="float32", extra={"i": i})
+        kv = [torch.full((1, 1, 16, 8), float(i))] * 18
+        blobs.append(encode(meta, kv, kv)[1])
+    out = {}
+    with Catalog(url) as cat:
+        store = LocalStore(root / "store")
+        t = time.perf_counter()
+        for b in blobs[:n]:
+            cat.deposit(store, b)
+        out[f"deposit, 1 per commit, store {label}"] = n / (time.perf_counter() - t)
+        t = time.perf_counter()
+        for lo in range(n, 2 * n, 100):
+            cat.deposit_many(store, blobs[lo : lo + 100])
+        out[f"deposit_many, 100 per commit, store {label}"] = n / (time.perf_counter() - t)
+        assert cat.stats()["artifacts"] == 2 * n
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--samples", type=int, default=5_000, help="timed lookups per size and kind")
+    ap.add_argument("--deposits", type=int, default=1_000)
+    ap.add_argument("--dir", default=None, help="work dir (default: a temp dir, removed after)")
+    ap.add_argument("--url", default=None, help="catalog URL for the lookup part (default: SQLite in --dir)")
+    ap.add_argument("--json", default=None, help="also write the figures here")
+    args = ap.parse_args(argv)
+    tmp = tempfile.TemporaryDirectory(dir=args.dir)
+    root = Path(tmp.name)
+    url = args.url or f"sqlite:///{root / 'bench.sqlite3'}"
+    rng = random.Random(0)
+    results: dict = {"url": url.split("@")[-1], "load_avg": os.getloadavg(), "lookups": {}, "grow_rows_per_s": {}}
+    print(f"catalog {results['url']}  (load average at start {results['load_avg'][0]:.1f})", flush=True)
+    with Catalog(url) as cat:
+        have = 0
+        for size in sorted(args.sizes):
+            results["grow_rows_per_s"][size] = grow(cat, have, size)
+            have = size
+            results["lookups"][size] = lookups(cat, size, args.samples, rng)
+            print(f"  {size:>9,} rows: bulk insert {results['grow_rows_per_s'][size]:,.0f} rows/s; "
+                  + "; ".join(f"{k} p50 {v[0]:.3f} ms p99 {v[1]:.3f} ms" for k, v in results["lookups"][size].items()),
+                  flush=True)
+    results["deposit_rows_per_s"] = deposits(f"sqlite:///{root / 'deposit.sqlite3'}", root, args.deposits, "on disk")
+    if Path("/dev/shm").is_dir():  # same code, no device flush: separates the catalog's cost from fsync latency
+        with tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
+            results["deposit_rows_per_s"].update(
+                deposits(f"sqlite:///{root / 'deposit-shm.sqlite3'}", Path(shm), args.deposits, "on tmpfs"))
+    print("\n| rows | problem by hash p50 / p99 (ms) | artifact by id p50 / p99 (ms) |")
+    print("|---:|---:|---:|")
+    for size, v in results["lookups"].items():
+        (a50, a99), (b50, b99) = v["problem by hash"], v["artifact by id"]
+        print(f"| {size:,} | {a50:.3f} / {a99:.3f} | {b50:.3f} / {b99:.3f} |")
+    print("\n| deposit (SQLite catalog on disk, WAL) | rows/s |\n|---|---:|")
+    for k, v in results["deposit_rows_per_s"].items():
+        print(f"| {k} | {v:,.0f} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2, default=str))
+    tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""The verify-then-cache loop: problems -> generate -> verify -> deposit -> catalog.
+
+The catalog is the durable work queue, so the loop holds no state worth losing: a killed job resumes by
+claiming pending problems (and problems whose lease expired), and `reconcile` deposits any solution that
+was verified but whose deposit the kill interrupted. Generators sample in rounds and a problem stops at
+its first verified attempt, so the budget (k samples x T tokens) is an upper bound, not a fixed cost.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import ray
+from sqlalchemy import select
+
+from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.models import TABLES
+from galahad.verifier.verifier import Verifier
+from galahad.workers.generator import AttemptResult, SamplingConfig
+
+P, A, V, ART = (TABLES[t] for t in ("problems", "attempts", "verifications", "artifacts"))
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    round_size: int = 4
+    in_flight_per_generator: int = 2
+    lease_seconds: float = 900.0
+    limit: int | None = None
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+
+
+@dataclass
+class Tally:
+    """Live figures for the progress bar and the run summary."""
+
+    problems: int = 0
+    attempted: int = 0
+    verified: int = 0
+    failed: int = 0
+    deposited: int = 0
+    tokens_spent: int = 0
+    tokens_to_solve: int = 0  # tokens spent on problems that ended verified: what a recurrence saves
+    seconds: float = 0.0
+    reconciled: int = 0
+
+    def postfix(self) -> dict:
+        return {"attempted": self.attempted, "verified": self.verified, "deposited": self.deposited,
+                "tokens": self.tokens_spent, "saved/recur": self.tokens_to_solve}
+
+
+def unfinished_deposits(catalog: Catalog) -> list[dict]:
+    """Verified problems with no artifact behind any accepted attempt: a kill hit between verdict and deposit."""
+    has_artifact = select(ART.c.id).join(V, ART.c.verification_id == V.c.id).join(A, V.c.attempt_id == A.c.id)
+    stmt = (select(P).where(P.c.status == "verified", ~has_artifact.where(A.c.problem_id == P.c.id).exists())
+            .order_by(P.c.created_at, P.c.id))
+    with catalog.engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+class Flywheel:
+    """Drives generator actors and one depositor actor against the catalog's work queue."""
+
+    def __init__(self, catalog: Catalog, generators: list, depositor, model_fingerprint: str,
+                 config: LoopConfig, verifier: Verifier | None = None):
+        self.catalog = catalog
+        self.generators = generators
+        self.depositor = depositor
+        self.model_fingerprint = model_fingerprint
+        self.config = config
+        self.verifier = verifier or Verifier()
+        self.worker_id = f"flywheel-{uuid.uuid4().hex[:12]}"
+        self.tally = Tally()
+
+    def reconcile(self) -> int:
+        for problem in unfinished_deposits(self.catalog):
+            sol = self.catalog.verified_solution(problem["id"])
+            from galahad.flywheel.prompts import answer_from_output
+
+            ray.get(self.depositor.deposit.remote(problem, answer_from_output(sol["output_text"]),
+                                                  sol["verification_id"]))
+            self.tally.reconciled += 1
+            self.tally.deposited += 1
+        return self.tally.reconciled
+
+    def run(self, run_id: str, on_progress: Callable[[Tally], None] | None = None) -> Tally:
+        cfg, t0 = self.config, time.perf_counter()
+        self.reconcile()
+        in_flight: dict = {}
+        held: dict[str, dict] = {}
+        spent: dict[str, int] = {}
+        turn = 0
+        capacity = cfg.in_flight_per_generator * len(self.generators)
+        last_renew = time.monotonic()
+
+        def submit(problem: dict, first: int) -> None:
+            nonlocal turn
+            gen = self.generators[turn % len(self.generators)]
+            turn += 1
+            count = min(cfg.round_size, cfg.sampling.k - first)
+            in_flight[gen.attempt.remote(problem, cfg.sampling, first, count)] = (problem, first + count)
+
+        while True:
+            room = capacity - len(in_flight)
+            if cfg.limit is not None:
+                room = min(room, cfg.limit - self.tally.problems)
+            if room > 0:
+                for problem in self.catalog.claim(room, self.worker_id, cfg.lease_seconds):
+                    held[problem["id"]] = problem
+                    self.tally.problems += 1
+                    submit(problem, 0)
+            if not in_flight:
+                break
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=cfg.lease_seconds / 4)
+            if time.monotonic() - last_renew > cfg.lease_seconds / 4:
+                self.catalog.extend_lease(list(held), self.worker_id, cfg.lease_seconds)
+                last_renew = time.monotonic()
+            for ref in ready:
+                problem, next_first = in_flight.pop(ref)
+                accepted = self._record(run_id, problem, ray.get(ref), spent)
+                if accepted:
+                    held.pop(problem["id"])
+                elif next_first < cfg.sampling.k:
+                    submit(problem, next_first)
+                else:
+                    self.catalog.mark(problem["id"], "failed")
+                    held.pop(problem["id"])
+                    self.tally.failed += 1
+                self.tally.seconds = time.perf_counter() - t0
+                if on_progress:
+                    on_progress(self.tally)
+        self.tally.seconds = time.perf_counter() - t0
+        return self.tally
+
+    def _record(self, run_id: str, problem: dict, results: list[AttemptResult], spent: dict[str, int]) -> bool:
+        """Record every attempt and its verdict (all cost tokens); deposit the first accepted one."""
+        accepted = None
+        for r in results:
+            attempt_id = self.catalog.add_attempt(
+                problem["id"], run_id, self.model_fingerprint, r.sampling, r.output_text, r.tokens,
+                r.seconds, r.cpu_seconds, r.energy_joules)
+            self.tally.attempted += 1
+            self.tally.tokens_spent += r.tokens
+            spent[problem["id"]] = spent.get(problem["id"], 0) + r.tokens
+            verdict = self.verifier.check_answer(problem["answer"], r.answer)
+            verification_id = self.catalog.add_verification(attempt_id, verdict.version, verdict.verified,
+                                                            verdict.reason)
+            if verdict.verified and accepted is None:
+                accepted = (r, verification_id)
+        if accepted is None:
+            return False
+        r, verification_id = accepted
+        ray.get(self.depositor.deposit.remote(problem, r.answer, verification_id))
+        self.tally.verified += 1
+        self.tally.deposited += 1
+        self.tally.tokens_to_solve += spent.pop(problem["id"])
+        return True
+
+
+def release_claims(catalog: Catalog) -> int:
+    """Return every claimed problem to the queue. Only safe when no other job shares the catalog: the
+    CLI calls it while holding the data dir's run lock on the embedded default catalog."""
+    from sqlalchemy import update
+
+    with catalog.engine.begin() as conn:
+        return conn.execute(update(P).where(P.c.status == "claimed")
+                            .values(status="pending", claimed_by=None, lease_until=None)).rowcount
+
+
+def summary(tally: Tally, config: LoopConfig) -> dict:
+    out = asdict(tally)
+    hours = tally.seconds / 3600 if tally.seconds else 0
+    out["verified_per_hour"] = tally.verified / hours if hours else 0.0
+    out["config"] = {**asdict(config)}
+    return out

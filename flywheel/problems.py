@@ -1,0 +1,185 @@
+"""Problems: the `Problem` record, its JSONL format with all-or-nothing validation, and seeded splits.
+
+A problem file is JSONL, one object per line with `id`, `problem`, `answer`, `source` and either
+`topic` or `template` (both is best; the missing one defaults to the other). A file with one bad line
+is refused whole, with the line number, so that a run never trains on half a set.
+
+Splits are by hash, not by shuffling a list, so they are stable: the same seed puts a problem on the
+same side whatever else is in the file and in whatever order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from galahad.flywheel.errors import GalahadError
+
+FIELDS = ("id", "problem", "answer", "topic", "template", "source")
+MAX_TEXT = 20_000
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem with its gold answer. `template` groups problems that differ only in their numbers."""
+
+    id: str
+    problem: str
+    answer: str
+    topic: str
+    template: str
+    source: str
+
+    @property
+    def hash(self) -> str:
+        return problem_hash(self.problem)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def problem_hash(text: str) -> str:
+    """SHA-256 of the whitespace-collapsed, casefolded problem text: one key per problem as posed."""
+    return hashlib.sha256(" ".join(text.casefold().split()).encode("utf-8")).hexdigest()
+
+
+def problem_from_dict(obj: object, where: str = "problem") -> Problem:
+    """A validated `Problem`; GalahadError naming `where` and the first thing wrong otherwise."""
+    if not isinstance(obj, dict):
+        raise GalahadError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    unknown = sorted(set(obj) - set(FIELDS))
+    if unknown:
+        raise GalahadError(f"{where}: unknown field(s) {', '.join(unknown)} (allowed: {', '.join(FIELDS)})")
+    values = dict(obj)
+    if "answer" in values and isinstance(values["answer"], (int, float)) and not isinstance(values["answer"], bool):
+        values["answer"] = str(values["answer"])  # `"answer": 72` is the obvious way to write an integer
+    if "topic" not in values and "template" in values:
+        values["topic"] = values["template"]
+    if "template" not in values and "topic" in values:
+        values["template"] = values["topic"]
+    for name in FIELDS:
+        if name not in values:
+            hint = " (give topic or template)" if name in ("topic", "template") else ""
+            raise GalahadError(f"{where}: missing field {name!r}{hint}")
+        value = values[name]
+        if not isinstance(value, str):
+            raise GalahadError(f"{where}: field {name!r} must be a string, got {type(value).__name__}")
+        if not value.strip():
+            raise GalahadError(f"{where}: field {name!r} is empty")
+        if len(value) > MAX_TEXT:
+            raise GalahadError(f"{where}: field {name!r} is over {MAX_TEXT} characters")
+    return Problem(**{name: values[name] for name in FIELDS})
+
+
+def parse_jsonl(lines: Iterable[str], name: str = "<input>") -> list[Problem]:
+    """Problems from JSONL lines (blank lines skipped); all or nothing, ids unique."""
+    problems: list[Problem] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{name}:{number}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise GalahadError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        problem = problem_from_dict(obj, where)
+        if problem.id in seen:
+            raise GalahadError(f"{where}: duplicate id {problem.id!r} (first on line {seen[problem.id]})")
+        seen[problem.id] = number
+        problems.append(problem)
+    return problems
+
+
+def load_jsonl(path: str | Path) -> list[Problem]:
+    """Problems from a JSONL file; GalahadError with `file:line` for the first malformed line."""
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8") as f:
+            return parse_jsonl(f, str(path))
+    except FileNotFoundError:
+        raise GalahadError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise GalahadError(f"{path}: not UTF-8 text ({exc.reason})") from None
+
+
+def dump_jsonl(problems: Iterable[Problem], path: str | Path) -> None:
+    """Write problems as JSONL (atomically: a reader never sees half a file)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for p in problems:
+            f.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def _rank(seed: int, kind: str, key: str) -> str:
+    return hashlib.sha256(f"{seed}\x00{kind}\x00{key}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Splits:
+    """`train`: problems to learn on. `recurrence`: train problems asked again (the same text).
+    `heldout_instances`: new problems from templates seen in train (same template, new numbers).
+    `heldout_templates`: problems from templates never seen in train."""
+
+    train: tuple[Problem, ...]
+    recurrence: tuple[Problem, ...]
+    heldout_instances: tuple[Problem, ...]
+    heldout_templates: tuple[Problem, ...]
+
+    def sizes(self) -> dict[str, int]:
+        return {name: len(getattr(self, name)) for name in ("train", "recurrence", "heldout_instances", "heldout_templates")}
+
+
+def splits(
+    problems: Sequence[Problem],
+    seed: int = 0,
+    heldout_template_fraction: float = 0.25,
+    heldout_instance_fraction: float = 0.2,
+    recurrence_fraction: float = 0.25,
+) -> Splits:
+    """Deterministic splits by seed. Problems with the same text always land on the same side, so a
+    held-out problem is never a train problem in disguise. With a single template there is nothing to
+    hold out by template, and that split stays empty."""
+    for name, value in (("heldout_template_fraction", heldout_template_fraction),
+                        ("heldout_instance_fraction", heldout_instance_fraction),
+                        ("recurrence_fraction", recurrence_fraction)):
+        if not 0.0 <= value < 1.0:
+            raise GalahadError(f"{name} must be in [0, 1), got {value}")
+    templates = sorted({p.template for p in problems}, key=lambda t: _rank(seed, "template", t))
+    n_out = int(len(templates) * heldout_template_fraction)
+    if heldout_template_fraction > 0 and n_out == 0 and len(templates) > 1:
+        n_out = 1
+    held_templates = set(templates[:n_out])
+    by_text: dict[str, list[Problem]] = {}
+    for p in problems:
+        by_text.setdefault(p.hash, []).append(p)
+    texts = sorted(by_text, key=lambda h: _rank(seed, "instance", h))
+    train, inst, tmpl = [], [], []
+    n_inst = int(sum(1 for h in texts if by_text[h][0].template not in held_templates) * heldout_instance_fraction)
+    for h in texts:
+        group = by_text[h]
+        if any(p.template in held_templates for p in group):
+            tmpl.extend(group)
+        elif n_inst > 0:
+            inst.extend(group)
+            n_inst -= 1
+        else:
+            train.extend(group)
+    # "Same template, new numbers" needs the template in train: an instance whose template has no train
+    # problem left (a tiny template) is a train problem after all.
+    seen = {p.template for p in train}
+    train += [p for p in inst if p.template not in seen]
+    inst = [p for p in inst if p.template in seen]
+    n_rec = int(len(train) * recurrence_fraction)
+    recurrence = sorted(train, key=lambda p: _rank(seed, "recurrence", p.id))[:n_rec]
+    position = {id(p): i for i, p in enumerate(problems)}
+
+    def ordered(ps: list[Problem]) -> tuple[Problem, ...]:
+        return tuple(sorted(ps, key=lambda p: position[id(p)]))
+
+    return Splits(ordered(train), ordered(recurrence), ordered(inst), ordered(tmpl))

@@ -1,0 +1,68 @@
+"""Row-invariant fp32 linear (GEMM) for CPU: a row's output bits never depend on how many other rows
+(or output columns) share the call, nor on where the row sits in the batch.
+
+Measured on this build (torch 2.13 CPU, MKL 2024.2, oneDNN 3.12, 2 threads; see docs/gpu_kernels.md and
+tests/test_kernels.py):
+- stock `F.linear` goes to MKL sgemm. Without `MKL_CBWR` rows differ for M in {1,2,3,5,6,7,9,10,11};
+  with `MKL_CBWR=AVX2,STRICT` for M in {1,2,3}; and MKL is not column-invariant either (small N, and small
+  M with any N differ), which attention needs because its key count changes with the schedule.
+- oneDNN's matmul (`torch.ops.mkldnn._linear_pointwise`) differs only when M == 1 or N == 1 (a GEMV
+  path). For M, N >= 2 every tested shape and row/column offset gave the same bits (M up to 2048, N up
+  to 8192, K in {32..2048}). It is not invariant to the reduction length K (it blocks K), so callers that
+  reduce over a variable length (attention over keys) must split K into fixed blocks themselves.
+
+So: run every GEMM through oneDNN and pad M (and N) to at least 2 with zero rows, which makes M == 1
+(token-by-token decode) take the same path as a prefill batch. The cost is one extra row, not a bigger
+tile: decode stays memory-bound on the weights.
+"""
+
+from __future__ import annotations
+
+import torch
+
+_MIN_ROWS = 2  # oneDNN's GEMV path (M == 1 or N == 1) is the only one whose bits differ
+
+
+def available() -> bool:
+    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+
+
+def gemm_nt(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """x [M, K] @ weight[N, K]^T -> [M, N], row- and column-invariant for fixed K."""
+    m, n = x.shape[0], weight.shape[0]
+    if m == 0 or n == 0:
+        return x.new_zeros((m, n))
+    if not x.is_contiguous():
+        x = x.contiguous()
+    if not weight.is_contiguous():
+        weight = weight.contiguous()
+    if m < _MIN_ROWS:
+        x = torch.cat([x, x.new_zeros((_MIN_ROWS - m, x.shape[1]))])
+    if n < _MIN_ROWS:
+        weight = torch.cat([weight, weight.new_zeros((_MIN_ROWS - n, weight.shape[1]))])
+    out = torch.ops.mkldnn._linear_pointwise(x, weight, None, "none", [], "")
+    if m < _MIN_ROWS or n < _MIN_ROWS:
+        out = out[:m, :n].contiguous()
+    return out
+
+
+def invariant_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """Drop-in for `F.linear` on CPU float tensors. The bias is added after the GEMM as a separate exact
+    elementwise add, so it can never change the GEMM's accumulation order."""
+    lead = x.shape[:-1]
+    out = gemm_nt(x.reshape(-1, x.shape[-1]), weight)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(*lead, weight.shape[0])
+
+
+def supports(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Where the invariant path is measured to hold; the mode refuses anything else rather than fall back."""
+    return (
+        x.device.type == "cpu"
+        and weight.device.type == "cpu"
+        and x.dtype == weight.dtype
+        and x.dtype == torch.float32  # the only dtype whose invariance is measured
+        and weight.dim() == 2
+        and x.dim() >= 1
+    )

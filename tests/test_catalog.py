@@ -1,0 +1,230 @@
+"""Catalog API on SQLite and PostgreSQL: migrations vs models, problems, the work queue, deposits,
+provenance/lineage, libraries, views, stats."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Column, Integer, MetaData, inspect, text
+
+from galahad.flywheel.catalog import Catalog, problem_hash
+from galahad.flywheel.db import alembic_config
+from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.models import NAMING_CONVENTION, Base
+from galahad.flywheel.store import LocalStore, sha256_hex
+
+sys.path.insert(0, str(Path(__file__).parent))
+import test_catalog_workers as W  # noqa: E402
+
+VIEWS = {"verified_solutions", "artifact_contents", "library_tokens", "problem_progress"}
+
+
+@pytest.fixture
+def cat(catalog_url):
+    with Catalog(catalog_url) as c:
+        yield c
+
+
+@pytest.fixture
+def store(tmp_path):
+    return LocalStore(tmp_path / "store")
+
+
+def test_migrations_match_models_and_views_exist(cat):
+    cfg = alembic_config()
+    with cat.engine.connect() as conn:
+        cfg.attributes["connection"] = conn
+        command.check(cfg)  # raises when models and migrations drift apart
+        mc = MigrationContext.configure(conn, opts={"compare_type": True})
+        assert compare_metadata(mc, Base.metadata) == []
+        # The check has teeth: a model column the migrations lack is reported.
+        drifted = MetaData(naming_convention=NAMING_CONVENTION)
+        for t in Base.metadata.tables.values():
+            t.to_metadata(drifted)
+        drifted.tables["artifacts"].append_column(Column("not_migrated", Integer))
+        diffs = compare_metadata(mc, drifted)
+        assert [d[0] for d in diffs] == ["add_column"] and diffs[0][3].name == "not_migrated"
+        assert VIEWS <= set(inspect(conn).get_view_names())
+
+
+def test_migrations_downgrade_and_upgrade_again(cat):
+    cfg = alembic_config()
+    with cat.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "base")
+        assert not (set(inspect(conn).get_table_names()) - {"alembic_version"})
+        command.upgrade(cfg, "head")
+        assert {"problems", "artifacts", "library_entries"} <= set(inspect(conn).get_table_names())
+
+
+def test_problems_are_deduplicated_by_normalized_text(cat):
+    a = cat.add_problem("What is 2 + 3?", "5", "unit", "arith", "t0")
+    b = cat.add_problem("  what IS 2   +\n3? ", "5", "unit", "arith", "t0")
+    assert a == b == problem_hash("WHAT is 2 + 3?")
+    assert a == hashlib.sha256(b"what is 2 + 3?").hexdigest()
+    assert cat.stats()["problems"] == 1
+    assert cat.problem_by_hash(a)["text"] == "What is 2 + 3?"  # the first text is kept
+    assert cat.problem_by_hash("0" * 64) is None
+    with pytest.raises(GalahadError, match="unknown problem"):
+        cat.problem("0" * 64)
+    with pytest.raises(GalahadError, match="non-empty"):
+        cat.add_problem("   ", "1", "unit", "arith")
+
+
+def test_find_problems(cat):
+    ids = cat.add_problems([
+        dict(text=f"What is {i} + {i}?", answer=str(2 * i), source="unit", topic="add" if i % 2 else "mul",
+             template=f"tpl{i % 3}") for i in range(6)
+    ])
+    assert [p["id"] for p in cat.find_problems(text="what is 3 + 3?")] == [ids[3]]  # same normalized text
+    assert {p["id"] for p in cat.find_problems(text="+ 1")} == {ids[1]}  # substring
+    assert [p["id"] for p in cat.find_problems(hash=ids[4][:10])] == [ids[4]]
+    assert {p["id"] for p in cat.find_problems(topic="add")} == {ids[1], ids[3], ids[5]}
+    assert {p["id"] for p in cat.find_problems(topic="tpl0")} == {ids[0], ids[3]}
+    assert cat.find_problems(text="nothing like it") == []
+    with pytest.raises(GalahadError):
+        cat.find_problems(hash="../../etc")
+
+
+def test_claim_hands_each_problem_out_once_and_leases_expire(cat):
+    ids = cat.add_problems([dict(text=f"q{i}", answer="1", source="u", topic="t") for i in range(10)])
+    first = cat.claim(4, "a", lease_seconds=600)
+    second = cat.claim(10, "b", lease_seconds=600)
+    assert len(first) == 4 and len(second) == 6
+    assert {p["id"] for p in first} | {p["id"] for p in second} == set(ids)
+    assert all(p["status"] == "claimed" and p["claimed_by"] == "a" for p in first)
+    assert cat.claim(5, "c", lease_seconds=600) == []
+    # A worker that died holds its problems only until the lease runs out.
+    dead = cat.add_problems([dict(text=f"r{i}", answer="1", source="u", topic="t") for i in range(3)])
+    assert {p["id"] for p in cat.claim(3, "dead", lease_seconds=0)} == set(dead)
+    resumed = cat.claim(10, "alive", lease_seconds=600)
+    assert {p["id"] for p in resumed} == set(dead) and all(p["claims"] == 2 for p in resumed)
+    assert cat.extend_lease([p["id"] for p in first], "a", 900) == 4
+    assert cat.extend_lease([p["id"] for p in first], "b", 900) == 0
+    cat.mark(ids[0], "pending")
+    assert [p["id"] for p in cat.claim(5, "d", 600)] == [ids[0]]
+    cat.mark(ids[0], "failed")
+    cat.mark(ids[1], "verified")
+    assert cat.stats()["by_status"] == {"claimed": 11, "failed": 1, "verified": 1}
+    with pytest.raises(GalahadError, match="cannot mark"):
+        cat.mark(ids[2], "claimed")
+    with pytest.raises(GalahadError, match="unknown problem"):
+        cat.mark("f" * 64, "failed")
+
+
+def test_deposit_provenance_lineage_and_verified_solution(cat, store):
+    ids = W.populate(cat, store)
+    last = ids["chain"][-1]
+    lin = cat.lineage(last)
+    assert lin["artifact"]["id"] == last and "token_ids" not in lin["artifact"]
+    assert lin["verification"]["id"] == ids["verification"] and lin["verification"]["verified"] is True
+    assert lin["attempt"]["id"] == ids["attempt"] and lin["attempt"]["output_text"] == "5"
+    assert lin["problem"]["id"] == ids["problems"][0]
+    assert lin["run"]["id"] == ids["run"] and lin["run"]["summary"] == {"verified": 2}
+    assert [p["id"] for p in lin["parents"]] == ids["chain"][1::-1]
+    assert lin["libraries"] == [{"library": "arith", "chain_index": 0, "position": 2}]
+    root = cat.lineage(ids["chain"][0])
+    assert root["verification"] is None and root["parents"] == []
+    best = cat.verified_solution(ids["problems"][0])
+    assert best["id"] == ids["attempt"] and best["artifact_id"] == last
+    assert cat.verified_solution(ids["problems"][2]) is None
+    row = cat.artifact(last)
+    assert (row["token_start"], row["token_end"], row["n_tokens"]) == (8, 12, 4)
+    assert row["model_fingerprint"] == W.FP_MODEL and len(row["token_ids"]) == 4
+    assert sha256_hex(store.get(last)) == last and store.size(last) == row["size"]
+    p0 = [a for a in cat.attempts_for(ids["problems"][0])]
+    assert [[v["verified"] for v in a["verifications"]] for a in p0] == [[False], [True]]
+
+
+def test_same_content_is_one_row_and_bad_deposits_write_nothing(cat, store):
+    aid, data = W.make_artifact(seed=1)
+    assert cat.deposit(store, data) == aid
+    assert cat.deposit(store, data) == aid
+    assert cat.stats()["artifacts"] == 1
+    orphan_parent, _ = W.make_artifact(seed=2)
+    child_id, child = W.make_artifact(parent=orphan_parent, start=4, seed=3)
+    with pytest.raises(GalahadError, match="unknown parent artifact"):
+        cat.deposit(store, child)
+    with pytest.raises(GalahadError, match="not a Galahad artifact"):
+        cat.deposit(store, b"\x00" * 64)
+    with pytest.raises(GalahadError, match="unknown verification"):
+        cat.deposit(store, W.make_artifact(seed=4)[1], verification_id="0" * 32)
+    assert list(store.ids()) == [aid] and cat.stats()["artifacts"] == 1
+    with pytest.raises(GalahadError, match="unknown artifact"):
+        cat.artifact("a" * 64)
+    with pytest.raises(GalahadError, match="not a valid artifact id"):
+        cat.artifact("../" + "a" * 61)
+
+
+def test_library_chains(cat, store):
+    ids = W.populate(cat, store)
+    assert cat.library_chain("arith", 0) == ids["chain"]
+    assert cat.library_chain("arith") == ids["second_chain"]  # default: the current chain
+    assert cat.library_chains("arith") == [ids["chain"], ids["second_chain"]]
+    tail = cat.library_tail("arith")
+    assert tail["id"] == ids["second_chain"][0] and (tail["chain_index"], tail["position"]) == (1, 0)
+    assert cat.library_tail("arith", 0)["id"] == ids["chain"][-1]
+    assert cat.library_tail("nope") is None and cat.library_chain("nope") == []
+    # Appending must extend the tail; the same artifact again is a no-op.
+    stray_id, stray = W.make_artifact(seed=300)
+    cat.deposit(store, stray)
+    with pytest.raises(GalahadError, match="does not extend library"):
+        cat.append_to_library("arith", stray_id)
+    nxt_id, nxt = W.make_artifact(parent=ids["second_chain"][0], start=6, seed=301)
+    cat.deposit(store, nxt)
+    assert cat.append_to_library("arith", nxt_id) == (1, 1)
+    assert cat.append_to_library("arith", nxt_id) == (1, 1)
+    assert cat.append_to_library("arith", stray_id, new_chain=True) == (2, 0)
+    libs = cat.libraries()
+    assert len(libs) == 1 and libs[0]["library"] == "arith"
+    assert (libs[0]["chains"], libs[0]["artifacts"], libs[0]["stored_tokens"]) == (3, 6, 4 * 3 + 6 + 4 + 4)
+    with pytest.raises(GalahadError, match="library name"):
+        cat.ensure_library("")
+
+
+def test_views_answer_common_questions(cat, store):
+    ids = W.populate(cat, store)
+    with cat.engine.connect() as conn:
+        verified = conn.execute(text("SELECT problem_id, artifact_id, verifier_version FROM verified_solutions "
+                                     "ORDER BY problem_id")).all()
+        assert {(r.problem_id, r.artifact_id) for r in verified} == {
+            (ids["problems"][0], ids["chain"][-1]), (ids["problems"][1], ids["second_chain"][0])}
+        held = conn.execute(text("SELECT * FROM artifact_contents WHERE artifact_id = :a"),
+                            {"a": ids["chain"][-1]}).one()
+        assert (held.n_tokens, held.library, held.position, held.problem_id, held.solution_text) == (
+            4, "arith", 2, ids["problems"][0], "5")
+        lib = conn.execute(text("SELECT * FROM library_tokens")).one()
+        assert (lib.library, lib.chains, lib.artifacts, lib.stored_tokens) == ("arith", 2, 4, 18)
+        assert lib.bytes == sum(store.size(a) for a in ids["chain"] + ids["second_chain"])
+        progress = {(r.status, r.problems) for r in conn.execute(text("SELECT status, SUM(problems) AS problems "
+                                                                       "FROM problem_progress GROUP BY status"))}
+        assert progress == {("verified", 2), ("pending", 1)}
+
+
+def test_stats_and_runs(cat, store):
+    ids = W.populate(cat, store)
+    s = cat.stats()
+    all_ids = ids["chain"] + ids["second_chain"]
+    assert {k: s[k] for k in ("problems", "verified", "artifacts", "stored_tokens", "bytes")} == {
+        "problems": 3, "verified": 2, "artifacts": 4, "stored_tokens": 18,
+        "bytes": sum(store.size(a) for a in all_ids)}
+    assert (s["attempts"], s["verifications"], s["libraries"], s["runs"]) == (3, 3, 1, 1)
+    run = cat.run(ids["run"])
+    assert run["config"] == {"model": "tiny", "seed": 1} and run["finished_at"] >= run["started_at"]
+    assert [r["id"] for r in cat.runs()] == [ids["run"]]
+    with pytest.raises(GalahadError, match="unknown run"):
+        cat.finish_run("0" * 32, {})
+    with pytest.raises(GalahadError, match="unknown problem"):
+        cat.add_attempt("0" * 64, None, W.FP_MODEL, {}, "", 0, 0.0, 0.0)
+    with pytest.raises(GalahadError, match="unknown attempt"):
+        cat.add_verification("0" * 32, "v1", True, "")
+    assert cat.resolve(ids["chain"][0][:12]) == ("artifact", ids["chain"][0])
+    assert cat.resolve(ids["problems"][1]) == ("problem", ids["problems"][1])
+    with pytest.raises(GalahadError, match="unknown id"):
+        cat.resolve("0" * 64)

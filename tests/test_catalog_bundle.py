@@ -1,0 +1,172 @@
+"""Bundles: a round trip onto the other backend is byte-identical; a corrupted, incomplete, hostile or
+conflicting bundle is refused with nothing written."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from galahad.flywheel.bundle import export_bundle, import_bundle
+from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.models import TABLES
+from galahad.flywheel.store import LocalStore, sha256_hex
+
+sys.path.insert(0, str(Path(__file__).parent))
+import test_catalog_workers as W  # noqa: E402
+
+OTHER = {"sqlite": "postgresql", "postgresql": "sqlite"}
+
+
+def canonical_rows(cat: Catalog) -> dict[str, set[str]]:
+    """Per table, each row as canonical JSON (machine-local `location` left out): equal means identical."""
+    out = {}
+    with cat.engine.connect() as conn:
+        for name, table in TABLES.items():
+            rows = [{k: v for k, v in r._mapping.items() if k != "location"} for r in conn.execute(select(table))]
+            out[name] = {json.dumps(r, sort_keys=True, default=repr) for r in rows}
+    return out
+
+
+def members(path: Path) -> dict[str, bytes]:
+    with tarfile.open(path) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar if m.isreg()}
+
+
+def write_tar(path: Path, items: list[tuple[str, bytes]], extra: list[tarfile.TarInfo] = ()) -> Path:
+    with tarfile.open(path, "w") as tar:
+        for name, data in items:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for info in extra:
+            tar.addfile(info)
+    return path
+
+
+def resealed(items: dict[str, bytes], manifest: dict) -> dict[str, bytes]:
+    """A tampered manifest with a matching checksum: only the content checks can catch it."""
+    m = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+    return {**items, "manifest.json": m, "MANIFEST.sha256": sha256_hex(m).encode()}
+
+
+def test_round_trip_to_the_other_backend_is_byte_identical(backend, catalog_url, make_catalog_url, tmp_path):
+    src_store = LocalStore(tmp_path / "a" / "store")
+    bundle = tmp_path / "out.galahad"
+    with Catalog(catalog_url) as src:
+        ids = W.populate(src, src_store)
+        src.add_problem("never attempted", "0", "unit", "arith")  # not part of any artifact's provenance
+        summary = export_bundle(src, src_store, bundle)
+        src_rows = canonical_rows(src)
+    assert summary["artifacts"] == 4 and summary["problems"] == 2
+    dst_store = LocalStore(tmp_path / "b" / "store")
+    with Catalog(make_catalog_url(OTHER[backend])) as dst:
+        out = import_bundle(dst, dst_store, bundle)
+        assert out["added"]["artifacts"] == 4 and out["added"]["library_entries"] == 4
+        all_ids = ids["chain"] + ids["second_chain"]
+        assert sorted(dst_store.ids()) == sorted(all_ids)
+        assert all(sha256_hex(dst_store.get(a)) == a == sha256_hex(src_store.get(a)) for a in all_ids)
+        dst_rows = canonical_rows(dst)
+        for t in TABLES:  # every row arrives identical; only provenance rows of artifacts travel
+            assert dst_rows[t] <= src_rows[t], t
+        for t in ("artifacts", "runs", "libraries", "library_entries"):
+            assert dst_rows[t] == src_rows[t], t
+        assert [len(dst_rows[t]) for t in ("problems", "attempts", "verifications")] == [2, 2, 2]
+        assert dst.lineage(ids["chain"][-1])["problem"]["id"] == ids["problems"][0]
+        assert dst.library_chains("arith") == [ids["chain"], ids["second_chain"]]
+        again = export_bundle(dst, dst_store, tmp_path / "again.galahad")
+        assert again["artifacts"] == 4
+        assert sha256_hex((tmp_path / "again.galahad").read_bytes()) == sha256_hex(bundle.read_bytes())
+        second = import_bundle(dst, dst_store, bundle)  # idempotent
+        assert set(second["added"].values()) == {0}
+
+
+def test_library_export_takes_ancestors(catalog_url, make_catalog_url, tmp_path):
+    store = LocalStore(tmp_path / "store")
+    with Catalog(catalog_url) as cat:
+        ids = W.populate(cat, store)
+        tip_id, tip = W.make_artifact(parent=ids["chain"][-1], start=12, seed=500)
+        cat.deposit(store, tip, library="other")  # a one-entry library whose parent lives elsewhere
+        export_bundle(cat, store, tmp_path / "other.galahad", library="other")
+        with pytest.raises(GalahadError, match="unknown or empty library"):
+            export_bundle(cat, store, tmp_path / "x.galahad", library="missing")
+        with pytest.raises(GalahadError, match="already exists"):
+            export_bundle(cat, store, tmp_path / "other.galahad", library="other")
+    with Catalog(make_catalog_url("sqlite")) as dst:
+        import_bundle(dst, LocalStore(tmp_path / "dst"), tmp_path / "other.galahad")
+        assert [p["id"] for p in dst.lineage(tip_id)["parents"]] == ids["chain"][::-1]
+        assert dst.library_chains("other") == [[tip_id]] and dst.library_chains("arith") == []
+
+
+def test_bad_bundles_are_refused_with_nothing_written(catalog_url, make_catalog_url, tmp_path):
+    src_store = LocalStore(tmp_path / "src")
+    good = tmp_path / "good.galahad"
+    with Catalog(make_catalog_url("sqlite")) as src:
+        ids = W.populate(src, src_store)
+        export_bundle(src, src_store, good)
+    items = members(good)
+    manifest = json.loads(items["manifest.json"])
+    blob = f"blobs/{ids['chain'][1]}"
+    flipped = bytearray(items[blob])
+    flipped[-3] ^= 0x40
+    lying = json.loads(items["manifest.json"])
+    for a in lying["tables"]["artifacts"]:
+        if a["id"] == ids["chain"][1]:
+            a["model_fingerprint"] = "e" * 64
+    orphaned = json.loads(items["manifest.json"])
+    orphaned["tables"]["problems"] = []
+    link = tarfile.TarInfo("blobs/" + "a" * 64)
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    raw = good.read_bytes()
+    cases = {
+        "flipped byte in a blob": {**items, blob: bytes(flipped)},
+        "missing blob": {k: v for k, v in items.items() if k != blob},
+        "no manifest": {k: v for k, v in items.items() if k != "manifest.json"},
+        "manifest edited without its checksum": {**items, "manifest.json": items["manifest.json"].replace(b'"5"', b'"6"')},
+        "row fingerprint disagrees with the blob": resealed(items, lying),
+        "provenance incomplete": resealed(items, orphaned),
+        "path traversal": {**items, "../../evil": b"x"},
+        "traversal inside blobs": {**items, "blobs/../../evil": b"x"},
+        "absolute path": {**items, "/tmp/evil": b"x"},
+        "blob named by a wrong hash": {**{k: v for k, v in items.items() if k != blob}, "blobs/" + "b" * 64: items[blob]},
+    }
+    paths = {name: write_tar(tmp_path / f"case{i}.tar", list(c.items())) for i, (name, c) in enumerate(cases.items())}
+    paths["symlink member"] = write_tar(tmp_path / "link.tar", list(items.items()), [link])
+    (tmp_path / "truncated.tar").write_bytes(raw[: len(raw) * 2 // 3])
+    paths["truncated"] = tmp_path / "truncated.tar"
+    (tmp_path / "garbage.tar").write_bytes(b"\x89PNG not a tar at all" * 40)
+    paths["not a tar"] = tmp_path / "garbage.tar"
+    paths["no such file"] = tmp_path / "missing.tar"
+    assert manifest["format"] == "galahad-bundle/1"
+
+    dst_store = LocalStore(tmp_path / "dst")
+    with Catalog(catalog_url) as dst:
+        for name, path in paths.items():
+            with pytest.raises(GalahadError) as err:
+                import_bundle(dst, dst_store, path)
+            assert "\n" not in str(err.value), name
+            assert list(dst_store.ids()) == [] and not dst_store.root.exists(), name
+            s = dst.stats()
+            assert (s["problems"], s["artifacts"], s["attempts"], s["libraries"]) == (0, 0, 0, 0), name
+        import_bundle(dst, dst_store, good)  # and the untampered bundle still goes in
+        assert dst.stats()["artifacts"] == 4
+
+
+def test_bundle_that_conflicts_with_the_catalog_is_refused(catalog_url, make_catalog_url, tmp_path):
+    with Catalog(make_catalog_url("sqlite")) as src:
+        src_store = LocalStore(tmp_path / "src")
+        W.populate(src, src_store)
+        export_bundle(src, src_store, tmp_path / "b.galahad")
+    with Catalog(catalog_url) as dst:
+        dst_store = LocalStore(tmp_path / "dst")
+        other_id, other = W.make_artifact(seed=777)
+        dst.deposit(dst_store, other, library="arith")  # same library name, different first artifact
+        with pytest.raises(GalahadError, match="conflicts"):
+            import_bundle(dst, dst_store, tmp_path / "b.galahad")
+        assert list(dst_store.ids()) == [other_id] and dst.stats()["artifacts"] == 1

@@ -1,0 +1,70 @@
+"""Thin Ray wrappers around the plain worker classes, and how they ask for resources.
+
+The logic lives in `Generator` and `Depositor`; these wrappers only place them: on a GPU when the
+cluster has one (`num_gpus`), otherwise on CPUs. Actors restart when their process dies and their
+tasks are retried, so a lost worker costs time, never a verified solution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ray
+
+from galahad.workers.depositor import Depositor
+from galahad.workers.generator import Generator
+from galahad.workers.runtime import PINNED_ENV, RuntimeConfig
+
+
+@dataclass(frozen=True)
+class Placement:
+    num_cpus: float
+    num_gpus: float
+
+
+def placement(cluster_gpus: float, role: str) -> Placement:
+    """Generators take a whole GPU (or one CPU); the depositor shares: it is idle most of the time."""
+    if cluster_gpus >= 1:
+        return Placement(num_cpus=1, num_gpus=1.0 if role == "generator" else 0.1)
+    return Placement(num_cpus=1 if role == "generator" else 0, num_gpus=0)
+
+
+def pinned_env(runtime: RuntimeConfig) -> dict:
+    """Actors are new processes: the deterministic env must be set before their first torch import,
+    which happens when Ray unpickles the actor class, so it travels as the actor's runtime_env."""
+    env = dict(PINNED_ENV)
+    env.update(OMP_NUM_THREADS=str(runtime.threads), MKL_NUM_THREADS=str(runtime.threads))
+    return {"env_vars": env}
+
+
+class _Located:
+    """Mixed into the actors: where they run (tests check placement across nodes)."""
+
+    def node_ip(self) -> str:
+        return ray.util.get_node_ip_address()
+
+    def model_fp(self) -> str:
+        return self.engine.model_fingerprint
+
+
+@ray.remote(max_restarts=3, max_task_retries=3)
+class GeneratorActor(Generator, _Located):
+    pass
+
+
+@ray.remote(max_restarts=3, max_task_retries=3)
+class DepositorActor(Depositor, _Located):
+    pass
+
+
+def start_generator(cluster_gpus: float, model: str, model_cache: str, runtime: RuntimeConfig):
+    p = placement(cluster_gpus, "generator")
+    return GeneratorActor.options(num_cpus=p.num_cpus, num_gpus=p.num_gpus, runtime_env=pinned_env(runtime)).remote(
+        model, model_cache, runtime)
+
+
+def start_depositor(cluster_gpus: float, model: str, model_cache: str, runtime: RuntimeConfig, catalog_url: str,
+                    store_path: str, chain_max_tokens: int | None):
+    p = placement(cluster_gpus, "depositor")
+    return DepositorActor.options(num_cpus=p.num_cpus, num_gpus=p.num_gpus, runtime_env=pinned_env(runtime)).remote(
+        model, model_cache, runtime, catalog_url, store_path, chain_max_tokens)
