@@ -279,7 +279,7 @@ def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike) -
     location = store_location(store)
     tables["artifacts"] = [{**a, "location": location} for a in _parents_first(tables["artifacts"])]
     added = {}
-    with catalog._write() as conn:  # the blobs are durable: commit all rows at once
+    with catalog.write() as conn:  # the blobs are durable: commit all rows at once
         for t in ORDER:
-            added[t] = sum(catalog._insert_ignore(conn, TABLES[t], [r]) for r in tables[t])
+            added[t] = sum(catalog.insert_ignore(conn, TABLES[t], [r]) for r in tables[t])
     return {"bundle": str(path), "artifacts": len(sizes), "bytes": sum(sizes.values()), "added": added}

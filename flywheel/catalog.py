@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -77,10 +78,12 @@ class Catalog(Queries):
     def __repr__(self) -> str:
         return f"Catalog({redact(self.url)!r})"
 
-    def _write(self):
+    def write(self) -> AbstractContextManager[Connection]:
+        """A transaction that will write: use it (not `engine.begin()`) for raw SQL writes, so SQLite takes
+        the write lock up front and waits for it instead of failing with 'database is locked'."""
         return write_transaction(self.engine)
 
-    def _insert_ignore(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> int:
+    def insert_ignore(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> int:
         """Insert, skipping rows whose primary key exists; returns how many were new. Race-safe."""
         if not rows:
             return 0
@@ -127,8 +130,8 @@ class Catalog(Queries):
                 topic=it["topic"], template=it.get("template"), external_id=it.get("external_id"),
                 status="pending", claimed_by=None, lease_until=None, claims=0, created_at=t, updated_at=t,
             ))
-        with self._write() as conn:
-            self._insert_ignore(conn, P, rows)
+        with self.write() as conn:
+            self.insert_ignore(conn, P, rows)
         return [r["id"] for r in rows]
 
     def claim(self, n: int, worker_id: str, lease_seconds: float) -> list[dict[str, Any]]:
@@ -149,7 +152,7 @@ class Catalog(Queries):
                     claims=P.c.claims + 1, updated_at=t)
             .returning(*P.c)
         )
-        with self._write() as conn:  # SQLite: BEGIN IMMEDIATE makes this one UPDATE exclusive
+        with self.write() as conn:  # SQLite: BEGIN IMMEDIATE makes this one UPDATE exclusive
             rows = [dict(r._mapping) for r in conn.execute(stmt)]
         return sorted(rows, key=lambda r: (r["created_at"], r["id"]))
 
@@ -161,7 +164,7 @@ class Catalog(Queries):
             .where(P.c.id.in_(problem_ids), P.c.status == "claimed", P.c.claimed_by == worker_id)
             .values(lease_until=t + timedelta(seconds=lease_seconds), updated_at=t)
         )
-        with self._write() as conn:
+        with self.write() as conn:
             return conn.execute(stmt).rowcount
 
     def mark(self, problem_id: str, status: str) -> None:
@@ -172,7 +175,7 @@ class Catalog(Queries):
             update(P).where(P.c.id == problem_id)
             .values(status=status, claimed_by=None, lease_until=None, updated_at=now())
         )
-        with self._write() as conn:
+        with self.write() as conn:
             if conn.execute(stmt).rowcount == 0:
                 raise GalahadError(f"unknown problem {str(problem_id)[:80]!r}")
 
@@ -180,13 +183,13 @@ class Catalog(Queries):
 
     def start_run(self, config: dict[str, Any]) -> str:
         run_id = new_id()
-        with self._write() as conn:
+        with self.write() as conn:
             conn.execute(insert(R).values(id=run_id, config=config, summary=None, started_at=now(),
                                           finished_at=None))
         return run_id
 
     def finish_run(self, run_id: str, summary: dict[str, Any]) -> None:
-        with self._write() as conn:
+        with self.write() as conn:
             if conn.execute(update(R).where(R.c.id == run_id).values(summary=summary, finished_at=now())).rowcount == 0:
                 raise GalahadError(f"unknown run {str(run_id)[:80]!r}")
 
@@ -195,7 +198,7 @@ class Catalog(Queries):
         output_text: str, tokens: int, seconds: float, cpu_seconds: float, energy_joules: float | None = None,
     ) -> str:
         attempt_id = new_id()
-        with self._write() as conn:
+        with self.write() as conn:
             self._require(conn, P, problem_id, "problem")
             if run_id is not None:
                 self._require(conn, R, run_id, "run")
@@ -210,7 +213,7 @@ class Catalog(Queries):
     def add_verification(self, attempt_id: str, verifier_version: str, verified: bool, reason: str) -> str:
         """Record a verdict; a positive one also marks the problem verified, in the same transaction."""
         verification_id = new_id()
-        with self._write() as conn:
+        with self.write() as conn:
             problem_id = conn.execute(select(A.c.problem_id).where(A.c.id == attempt_id)).scalar()
             if problem_id is None:
                 raise GalahadError(f"unknown attempt {str(attempt_id)[:80]!r}")
@@ -259,8 +262,8 @@ class Catalog(Queries):
             dtype=meta.dtype, layer_kinds=list(meta.layer_kinds), token_ids=list(meta.token_ids),
             location=location or store_location(store), created_at=now(),
         )
-        with self._write() as conn:  # the blob is durable: only now may a row point at it
-            if not self._insert_ignore(conn, ART, [row]) and verification_id is not None:
+        with self.write() as conn:  # the blob is durable: only now may a row point at it
+            if not self.insert_ignore(conn, ART, [row]) and verification_id is not None:
                 conn.execute(update(ART).where(ART.c.id == artifact_id, ART.c.verification_id.is_(None))
                              .values(verification_id=verification_id))
             if library is not None:
@@ -299,26 +302,26 @@ class Catalog(Queries):
             runtime_fingerprint=m.runtime_fingerprint, dtype=m.dtype, layer_kinds=list(m.layer_kinds),
             token_ids=list(m.token_ids), location=where, created_at=t,
         ) for aid, m, data in zip(ids, metas, blobs, strict=True)]
-        with self._write() as conn:  # all blobs are durable
-            self._insert_ignore(conn, ART, list({r["id"]: r for r in rows}.values()))
+        with self.write() as conn:  # all blobs are durable
+            self.insert_ignore(conn, ART, list({r["id"]: r for r in rows}.values()))
             if library is not None:
                 for aid in ids:
                     self._append(conn, library, aid, False)
         return ids
 
     def ensure_library(self, name: str, topic: str | None = None, template: str | None = None) -> str:
-        with self._write() as conn:
+        with self.write() as conn:
             self._ensure_library(conn, name, topic, template)
         return name
 
     def _ensure_library(self, conn: Connection, name: str, topic: str | None, template: str | None) -> None:
         if not isinstance(name, str) or not name.strip() or len(name) > 200:
             raise GalahadError("a library name must be 1 to 200 characters")
-        self._insert_ignore(conn, LIB, [dict(name=name, topic=topic, template=template, created_at=now())])
+        self.insert_ignore(conn, LIB, [dict(name=name, topic=topic, template=template, created_at=now())])
 
     def append_to_library(self, name: str, artifact_id: str, *, new_chain: bool = False) -> tuple[int, int]:
         """Append to the library's current chain (or start a new one); returns (chain_index, position)."""
-        with self._write() as conn:
+        with self.write() as conn:
             return self._append(conn, name, check_id(artifact_id), new_chain)
 
     def _append(self, conn: Connection, name: str, artifact_id: str, new_chain: bool) -> tuple[int, int]:

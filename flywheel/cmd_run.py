@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--generators", type=int, default=1, help="generator actors")
     p.add_argument("--chain-max-tokens", type=int, default=4096, help="start a new chain past this length")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                   help="auto: cuda when the Ray cluster has GPUs (artifacts graft only under the same device)")
     p.add_argument("--address", default=None, help="join an existing Ray cluster (host:port)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -76,9 +78,13 @@ def run_lock(root: Path):
 def start_ray(address: str | None) -> None:
     import ray
 
+    from galahad.workers.ray_env import RAY_CONNECT_ENV
+
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     try:
         if address:
+            for key, value in RAY_CONNECT_ENV.items():
+                os.environ.setdefault(key, value)
             ray.init(address=address, log_to_driver=False, logging_level="ERROR")
         else:
             ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, logging_level="ERROR")
@@ -95,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
         if value is not None and value < 1:
             raise GalahadError(f"--{name.replace('_', '-')} must be at least 1")
     pin_process_env(DEFAULT_RUNTIME)
+    from galahad.workers.models import check_spec
+
+    check_spec(args.model)
     items = load_problems(args)  # validate input before touching any state
     paths, catalog, store = storage(args)
     embedded = args.catalog is None
@@ -119,10 +128,12 @@ def _run(args, paths, catalog, store, items, embedded) -> int:
     start_ray(args.address)
     try:
         gpus = ray.cluster_resources().get("GPU", 0)
-        gen_runtime = DEFAULT_RUNTIME.with_(threads=1)
+        device = ("cuda" if gpus >= 1 else "cpu") if args.device == "auto" else args.device
+        runtime = DEFAULT_RUNTIME.with_(device=device)
+        gen_runtime = runtime.with_(threads=1)
         model_cache = str(paths.models)
         generators = [start_generator(gpus, args.model, model_cache, gen_runtime) for _ in range(args.generators)]
-        depositor = start_depositor(gpus, args.model, model_cache, DEFAULT_RUNTIME, catalog.url, str(store.root),
+        depositor = start_depositor(gpus, args.model, model_cache, runtime, catalog.url, str(store.root),
                                     args.chain_max_tokens)
         try:
             fps = ray.get([a.model_fp.remote() for a in [*generators, depositor]])
@@ -130,6 +141,7 @@ def _run(args, paths, catalog, store, items, embedded) -> int:
             raise GalahadError(f"model {args.model!r} failed to load in a worker: {str(exc).splitlines()[-1][:200]}") from exc
         if len(set(fps)) != 1:
             raise GalahadError("workers loaded different models (model fingerprints differ)")
+        nodes = ray.get([a.node_ip.remote() for a in [*generators, depositor]])
         run_id = catalog.start_run({"model": args.model, "model_fingerprint": fps[0], "generators": args.generators,
                                     "address": args.address, **summary_config(config)})
         wheel = Flywheel(catalog, generators, depositor, fps[0], config)
@@ -149,6 +161,7 @@ def _run(args, paths, catalog, store, items, embedded) -> int:
     finally:
         ray.shutdown()
     result["run_id"] = run_id
+    result["nodes"] = {"generators": nodes[:-1], "depositor": nodes[-1]}
     result["catalog"] = catalog.stats()
     if args.json:
         print(json.dumps(result, sort_keys=True, default=str))

@@ -17,6 +17,7 @@ import ray
 from sqlalchemy import select
 
 from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.models import TABLES
 from galahad.verifier.verifier import Verifier
 from galahad.workers.generator import AttemptResult, SamplingConfig
@@ -80,11 +81,20 @@ class Flywheel:
             sol = self.catalog.verified_solution(problem["id"])
             from galahad.flywheel.prompts import answer_from_output
 
-            ray.get(self.depositor.deposit.remote(problem, answer_from_output(sol["output_text"]),
-                                                  sol["verification_id"]))
+            self._deposit(problem, answer_from_output(sol["output_text"]), sol["verification_id"])
             self.tally.reconciled += 1
             self.tally.deposited += 1
         return self.tally.reconciled
+
+    def _deposit(self, problem: dict, answer: str, verification_id: str):
+        """A failed deposit (full disk, store gone) stops the job with the worker's own one-line reason;
+        the verdict is already committed, so the next run's `reconcile` deposits it."""
+        try:
+            return ray.get(self.depositor.deposit.remote(problem, answer, verification_id))
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+            msg = str(cause).strip().splitlines()[-1] if str(cause).strip() else type(cause).__name__
+            raise GalahadError(f"deposit of problem {problem['id'][:16]} failed: {msg[:300]}") from None
 
     def run(self, run_id: str, on_progress: Callable[[Tally], None] | None = None) -> Tally:
         cfg, t0 = self.config, time.perf_counter()
@@ -153,7 +163,7 @@ class Flywheel:
         if accepted is None:
             return False
         r, verification_id = accepted
-        ray.get(self.depositor.deposit.remote(problem, r.answer, verification_id))
+        self._deposit(problem, r.answer, verification_id)
         self.tally.verified += 1
         self.tally.deposited += 1
         self.tally.tokens_to_solve += spent.pop(problem["id"])

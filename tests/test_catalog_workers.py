@@ -113,6 +113,8 @@ def crash_trials(url: str, store_root: str, blob_file: str, trials: int, seed: i
     from galahad.flywheel.catalog import Catalog
     from galahad.flywheel.store import LocalStore
 
+    Catalog(url).close()  # loads the database driver once here too; closed, so no connection is inherited
+
     with open(blob_file, "rb") as f:
         blobs = pickle.load(f)
     rng = random.Random(seed)

@@ -146,17 +146,19 @@ def layer_kinds(config: Any) -> tuple[str, ...]:
     return tuple(f"sliding:{config.sliding_window}" if t == "sliding_attention" else "full" for t in types)
 
 
+def check_spec(spec: str) -> None:
+    """Refuse a model spec that cannot load, before any worker is started for it."""
+    if spec not in (GEMMA, TINY) and not (Path(spec).expanduser() / "config.json").is_file():
+        raise GalahadError(f"model {spec!r} is neither {GEMMA}, {TINY} nor a local model folder with config.json")
+
+
 def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
     """`spec` is `gemma3-270m`, `tiny`, or a path to a local Hugging Face model folder."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if spec in (GEMMA, TINY):
-        folder = snapshot_dir(spec, cache)
-    else:
-        folder = Path(spec).expanduser()
-        if not (folder / "config.json").is_file():
-            raise GalahadError(f"model {spec!r} is neither {GEMMA}, {TINY} nor a local model folder with config.json")
+    check_spec(spec)
+    folder = snapshot_dir(spec, cache) if spec in (GEMMA, TINY) else Path(spec).expanduser()
     from transformers.utils import logging as hf_logging
 
     from galahad.kernels.modes import get_mode

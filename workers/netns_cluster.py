@@ -36,6 +36,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from galahad.workers.ray_env import RAY_CONNECT_ENV
+
 NS_PREFIX = "gh-"
 # Our namespace names are exactly this shape; stale-namespace reaping never touches anything else.
 _NS_RE = re.compile(r"^gh-([0-9a-f]{6})-[hw]$")
@@ -53,11 +55,7 @@ DEFAULT_OBJECT_STORE_BYTES = 200 * 1024 * 1024
 # each (connect 5 s + pubsub 5 s + cluster-id fetch py_gcs_connect_timeout_s=30 s): ~12 minutes.
 # Keep gcs_rpc_server_reconnect_timeout_s above py_gcs_connect_timeout_s: when it is lower, the C++ client
 # aborts the whole process ("Failed to connect to GCS within N seconds ... will terminate") instead of raising.
-FAST_FAIL_ENV: dict[str, str] = {
-    "RAY_gcs_server_port_wait_time_s": "1",
-    "RAY_gcs_rpc_server_connect_timeout_s": "2",
-    "RAY_py_gcs_connect_timeout_s": "3",
-}
+FAST_FAIL_ENV: dict[str, str] = RAY_CONNECT_ENV
 
 # Env that selects a Ray cluster or auth for the *caller*; it must not leak into our nodes.
 _STRIPPED_ENV = ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE")

@@ -1,0 +1,86 @@
+"""`galahad eval transfer`: held-out instances and templates under four conditions, with a manifest and plots."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from galahad.flywheel.config import DEFAULT_MODEL
+from galahad.flywheel.session import add_storage_args, engine_for, storage
+
+
+def add_transfer_parser(ev: argparse._SubParsersAction) -> None:
+    t = ev.add_parser("transfer", help="held-out problems: base, empty-memory, random-artifact, library graft")
+    t.add_argument("--model", default=DEFAULT_MODEL)
+    t.add_argument("--families", default="add1,sub1,mul1,add2x1,lin1")
+    t.add_argument("--per-split", type=int, default=10, help="problems per family and split (default 10)")
+    t.add_argument("--max-solutions", default="1,8", help="retrieval policies: solutions grafted (default 1,8)")
+    t.add_argument("--seed", type=int, default=2000)
+    t.add_argument("--json", action="store_true")
+    t.add_argument("--out", type=Path, default=None, help="manifest path (default: the reports folder)")
+    add_storage_args(t)
+    t.set_defaults(func=run_transfer)
+
+
+def _events(catalog) -> list[tuple[float, str]]:
+    from sqlalchemy import select
+
+    from galahad.flywheel.models import TABLES
+
+    V, ART = TABLES["verifications"], TABLES["artifacts"]
+    with catalog.engine.connect() as conn:
+        verified = [r[0] for r in conn.execute(select(V.c.created_at).where(V.c.verified.is_(True)))]
+        deposited = [r[0] for r in conn.execute(select(ART.c.created_at))]
+    return [(t.timestamp(), "verified") for t in verified] + [(t.timestamp(), "deposited") for t in deposited]
+
+
+def run_transfer(args: argparse.Namespace) -> int:
+    from galahad.flywheel import eval_transfer, plots
+    from galahad.flywheel.cmd_eval import base_manifest, manifest_path
+    from galahad.flywheel.errors import GalahadError
+    from galahad.flywheel.evidence import write_manifest
+    from galahad.verifier.verifier import Verifier
+
+    try:
+        ns = tuple(sorted({int(x) for x in args.max_solutions.split(",") if x.strip()}))
+    except ValueError:
+        raise GalahadError(f"--max-solutions must be comma-separated integers, got {args.max_solutions!r}") from None
+    if not ns or min(ns) < 1 or args.per_split < 1:
+        raise GalahadError("--max-solutions and --per-split must be at least 1")
+    cfg = eval_transfer.TransferConfig(families=tuple(f for f in args.families.split(",") if f),
+                                       per_split=args.per_split, seed=args.seed, max_solutions=ns)
+    paths, catalog, store = storage(args)
+    with catalog, Verifier() as verifier:
+        if not any(lib.get("artifacts") for lib in catalog.libraries()):
+            raise GalahadError("the catalog has no library yet: run `galahad run` first")
+        engine = engine_for(args.model, paths)
+        records = eval_transfer.run(engine, catalog, store, verifier, cfg)
+        events = _events(catalog)
+    scores = eval_transfer.score(records, asdict(cfg))
+    path = manifest_path(args, paths, "transfer")
+    manifest = {**base_manifest("transfer", engine, asdict(cfg)), "records": records, "scores": scores,
+                "store": str(store.root)}
+    write_manifest(manifest, path)
+    png1 = plots.accuracy_by_condition(scores["table"], path.with_suffix(".accuracy.png"))
+    png2 = plots.flywheel_over_time(events, path.with_suffix(".flywheel.png"))
+    if args.json:
+        print(json.dumps({**scores, "manifest": str(path), "plots": [str(png1), str(png2)]}))
+    else:
+        print_transfer(scores, path, [png1, png2])
+    return 0
+
+
+def print_transfer(s: dict, path: Path, pngs: list[Path]) -> None:
+    print(f"{s['problems']} held-out problems, {s['records']} records")
+    print(f"{'family':8} {'split':18} {'condition':22} {'acc':>5}  95% CI")
+    for r in s["table"]:
+        print(f"{r['family']:8} {r['split']:18} {r['condition']:22} {r['correct']:>2}/{r['n']:<3} "
+              f"[{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]")
+    print("paired (library - control), all families:")
+    for c in s["comparisons"]:
+        if c["family"] == "all":
+            print(f"  {c['split']:18} {c['condition']:22} vs {c['control']:6} diff {c['difference']:+.2f} "
+                  f"[{c['ci95'][0]:+.2f}, {c['ci95'][1]:+.2f}]  McNemar p={c['p_value']:.3f} (n={c['n']})")
+    print(f"manifest: {path}\nplots: {', '.join(str(p) for p in pngs)}")

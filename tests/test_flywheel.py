@@ -1,0 +1,145 @@
+"""End to end on the real default model: learn, answer by graft, evaluate with evidence, and survive faults.
+
+One learning run (module fixture) feeds the solve/eval tests; the kill-and-resume test has its own data dir.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from galahad.flywheel.catalog import Catalog
+
+GALAHAD = [sys.executable, "-m", "galahad.flywheel.cli"]
+RUN = ["run", "--families", "add1,lin1", "--per-family", "10", "--k", "8", "--no-progress"]
+
+
+def galahad(data: Path, *args: str, env=None, timeout=900) -> subprocess.CompletedProcess:
+    return subprocess.run([*GALAHAD, "--data", str(data), *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def env(model_cache):
+    return {**os.environ, "GALAHAD_MODEL_CACHE": str(model_cache)}
+
+
+@pytest.fixture(scope="module")
+def learned(tmp_path_factory, env):
+    data = tmp_path_factory.mktemp("learned")
+    proc = galahad(data, *RUN, "--limit", "8", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return data, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _catalog(data: Path) -> Catalog:
+    return Catalog(f"sqlite:///{data / 'catalog.sqlite3'}")
+
+
+def test_run_verifies_deposits_and_catalog_is_consistent(learned, env):
+    data, summary = learned
+    assert summary["problems"] == 8 and summary["attempted"] >= 8
+    assert summary["verified"] >= 1 and summary["deposited"] == summary["verified"]
+    assert summary["verified"] + summary["failed"] == 8
+    with _catalog(data) as cat:
+        stats = cat.stats()
+        assert stats["artifacts"] == stats["verified"] == summary["verified"]
+        for p in cat.find_problems(limit=1000):
+            sol = cat.verified_solution(p["id"])
+            assert (p["status"] == "verified") == (sol is not None and sol["artifact_id"] is not None)
+    fsck = galahad(data, "catalog", "fsck", env=env)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+def test_recurrence_is_answered_by_graft_in_a_handful_of_tokens(learned, env):
+    data, _ = learned
+    with _catalog(data) as cat:
+        verified = [p for p in cat.find_problems(limit=1000) if p["status"] == "verified"][:2]
+    assert verified
+    for p in verified:
+        proc = galahad(data, "solve", p["text"], "--json", env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        ans = json.loads(proc.stdout)
+        assert {"answer", "path", "decode_tokens", "seconds"} <= ans.keys()
+        assert ans["path"] == "recurrence" and ans["verified"] is True
+        assert ans["answer"] == p["answer"] and ans["decode_tokens"] <= 8
+
+
+def test_unknown_problem_falls_back_to_the_base_model(learned, env):
+    data, _ = learned
+    proc = galahad(data, "solve", "Name the capital city of the country Freedonia.", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["path"] == "base"
+
+
+def test_eval_recurrence_rescore_replay_and_tamper(learned, env, tmp_path):
+    data, _ = learned
+    manifest = tmp_path / "recurrence.json"
+    proc = galahad(data, "eval", "recurrence", "--limit", "3", "--k", "2", "--json", "--out", str(manifest), env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    scores = json.loads(proc.stdout)
+    everyone = scores["all_problems"]
+    assert everyone["problems"] >= 1 and everyone["graft_accuracy"] == 1.0
+    assert everyone["graft_max_decode_tokens"] <= 8
+    assert scores["graft_accuracy"] == 1.0 or scores["problems"] == 0
+    assert galahad(data, "rescore", str(manifest), env=env).returncode == 0
+    replay = galahad(data, "replay", str(manifest), "--json", env=env)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert json.loads(replay.stdout)["checked"] >= 2
+    original = json.loads(manifest.read_text())
+    edited_output = json.loads(json.dumps(original))
+    edited_output["records"][0]["output_text"] += " 42"
+    bad = tmp_path / "edited-output.json"
+    bad.write_text(json.dumps(edited_output))
+    proc = galahad(data, "rescore", str(bad), "--json", env=env)
+    assert proc.returncode == 1 and "output does not match its hash" in proc.stdout
+    edited_score = json.loads(json.dumps(original))
+    edited_score["scores"]["graft_decode_tokens"] += 1
+    bad.write_text(json.dumps(edited_score))
+    proc = galahad(data, "rescore", str(bad), "--json", env=env)
+    assert proc.returncode == 1 and "graft_decode_tokens" in proc.stdout
+
+
+def _wait_verified(data: Path, proc: subprocess.Popen, at_least: int, timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return -1
+        if (data / "catalog.sqlite3").exists():
+            with _catalog(data) as cat:
+                n = cat.stats()["verified"]
+            if n >= at_least:
+                return n
+        time.sleep(0.5)
+    return 0
+
+
+def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path, env):
+    data = tmp_path / "killed"
+    args = [*GALAHAD, "--data", str(data), *RUN, "--limit", "10", "--seed", "3"]
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        seen = _wait_verified(data, proc, 1, timeout=600)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert seen >= 1, "the job ended or stalled before verifying anything"
+    with _catalog(data) as cat:
+        before = {p["id"] for p in cat.find_problems(limit=1000) if p["status"] == "verified"}
+    resumed = galahad(data, *RUN[0:], "--limit", "10", "--seed", "3", "--json", env=env)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    with _catalog(data) as cat:
+        after = {p["id"] for p in cat.find_problems(limit=1000) if p["status"] == "verified"}
+        stats = cat.stats()
+        assert before <= after
+        assert stats["artifacts"] == len(after)  # one artifact per verified problem: none lost, none twice
+        assert stats["by_status"].get("claimed", 0) == 0
+    fsck = galahad(data, "catalog", "fsck", "--json", env=env)
+    report = json.loads(fsck.stdout)
+    assert not report.get("dangling") and not report.get("corrupted"), report
