@@ -23,13 +23,14 @@ import os
 import re
 import tarfile
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import DateTime, select
 
-from galahad.flywheel.catalog import Catalog, store_location
+from galahad.flywheel.catalog import PUT_THREADS, Catalog, store_location
 from galahad.flywheel.errors import GalahadError, IntegrityError
 from galahad.flywheel.fsck import header_columns, row_mismatch
 from galahad.flywheel.models import TABLES
@@ -41,6 +42,7 @@ LOCAL_COLUMNS = {"artifacts": {"location"}}
 _BLOB = re.compile(r"^blobs/([0-9a-f]{64})$")
 _HEX = {"problems": 64, "artifacts": 64, "runs": 32, "attempts": 32, "verifications": 32}
 MAX_MANIFEST = 1 << 30
+PUT_BATCH_BYTES = 256 << 20  # bytes held in memory per batch of parallel puts
 
 
 def _columns(table: str) -> list[str]:
@@ -268,14 +270,21 @@ def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike) -
     """Validate the whole bundle, then put its blobs and commit its rows; refuses without writing."""
     path = Path(path)
     tables, sizes = _stage(path, catalog)
-    with _open(path) as tar:  # second pass: re-check each blob's hash as it is written (file may change)
+    # Second pass: re-check each blob's hash as it is written (the file may have changed since staging);
+    # puts go in parallel batches because each waits on an fsync.
+    with _open(path) as tar, ThreadPoolExecutor(max_workers=PUT_THREADS) as pool:
+        batch: list[bytes] = []
         for m in tar:
             blob = _BLOB.match(m.name)
             if blob and m.isreg():
                 data = _read(tar, m)
                 if sha256_hex(data) != blob.group(1):
                     raise IntegrityError(f"bundle changed while importing: blob {blob.group(1)[:16]}")
-                store.put(data)
+                batch.append(data)
+                if len(batch) >= PUT_THREADS or sum(map(len, batch)) > PUT_BATCH_BYTES:
+                    list(pool.map(store.put, batch))
+                    batch = []
+        list(pool.map(store.put, batch))
     location = store_location(store)
     tables["artifacts"] = [{**a, "location": location} for a in _parents_first(tables["artifacts"])]
     added = {}

@@ -11,8 +11,8 @@ artifact bytes deposited twice, even by racing processes, is one row.
 
 from __future__ import annotations
 
-import hashlib
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,25 +23,17 @@ from sqlalchemy import exc as sa_exc
 from galahad.flywheel.db import open_engine, redact, write_transaction
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.models import TABLES
+from galahad.flywheel.problems import problem_hash  # one definition of "the same problem"
 from galahad.flywheel.queries import Queries
 from galahad.flywheel.store import BlobStore, check_id, sha256_hex
-
-try:  # one definition of "the same problem" for the whole project, if the problems module has it
-    from galahad.flywheel.problems import problem_hash
-except ModuleNotFoundError as _exc:
-    if _exc.name != "galahad.flywheel.problems":
-        raise
-
-    def problem_hash(text: str) -> str:
-        """SHA-256 of the casefolded, whitespace-collapsed text: formatting never makes a new problem."""
-        return hashlib.sha256(" ".join(text.casefold().split()).encode("utf-8")).hexdigest()
-
 
 P, R, A, V, ART, LIB, ENT = (
     TABLES[t]
     for t in ("problems", "runs", "attempts", "verifications", "artifacts", "libraries", "library_entries")
 )
+__all__ = ["Catalog", "problem_hash", "now", "new_id", "store_location"]
 MARKABLE = ("pending", "verified", "failed")
+PUT_THREADS = 16
 
 
 def now() -> datetime:
@@ -292,9 +284,12 @@ class Catalog(Queries):
         if outside - found:
             raise GalahadError(f"unknown parent artifact {sorted(outside - found)[0][:16]} (not in the catalog or "
                                "earlier in the batch)")
-        for aid, data in zip(ids, blobs, strict=True):
-            if store.put(data) != aid:
-                raise GalahadError(f"store returned a different id for artifact {aid[:16]}")
+        # Puts run in parallel: each is fsync-bound, and concurrent fsyncs share the filesystem's journal
+        # commits (~10x the rate of one after another here). `BlobStore.put` must be thread-safe.
+        with ThreadPoolExecutor(max_workers=max(1, min(PUT_THREADS, len(blobs)))) as pool:
+            stored = list(pool.map(store.put, blobs))
+        if stored != ids:
+            raise GalahadError("store returned different ids than the artifacts' hashes")
         t, where = now(), location or store_location(store)
         rows = [dict(
             id=aid, parent_id=m.parent, verification_id=None, token_start=m.start, token_end=m.end,

@@ -163,6 +163,8 @@ def run(args: argparse.Namespace) -> int:
 def _dispatch(args: argparse.Namespace, cat, store) -> int:
     action, as_json = args.catalog_command, args.json
     if action == "ls":
+        if args.library is not None and args.library not in {lib["library"] for lib in cat.libraries()}:
+            raise GalahadError(f"unknown library {args.library[:200]!r}")
         rows = cat.artifacts(limit=args.limit, library=args.library)
         _json(rows) if as_json else _table(rows, ART_COLS + ([("chain_index", 5), ("position", 5)] if args.library else []))
     elif action == "show":

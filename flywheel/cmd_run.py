@@ -81,6 +81,8 @@ def start_ray(address: str | None) -> None:
     from galahad.workers.ray_env import RAY_CONNECT_ENV
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    # The driver's C++ core logs connection retries as warnings on stderr; users get our one line instead.
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
     try:
         if address:
             for key, value in RAY_CONNECT_ENV.items():

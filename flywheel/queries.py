@@ -14,6 +14,7 @@ from sqlalchemy import Engine, and_, func, or_, select, text
 
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.models import TABLES
+from galahad.flywheel.problems import problem_hash
 from galahad.flywheel.store import check_id
 
 P, R, A, V, ART, ENT = (TABLES[t] for t in ("problems", "runs", "attempts", "verifications", "artifacts",
@@ -56,8 +57,6 @@ class Queries:
     ) -> list[dict[str, Any]]:
         """Problems matching all given filters: text (same normalized hash, or substring), hash (or a
         prefix of at least 8 hex chars), topic (topic or template name)."""
-        from galahad.flywheel.catalog import problem_hash
-
         conds = []
         if text is not None:
             conds.append(or_(P.c.id == problem_hash(text),

@@ -11,14 +11,20 @@ How this kernel is invariant:
 - Keys are laid out on a grid of fixed blocks of `BLOCK` positions aligned to *absolute* positions (from
   `position_ids`: the last key is the last query), padded with masked slots. A real key therefore always
   sits in the same block at the same offset, whatever the schedule.
-- Scores: one GEMM per KV head over head_dim (a fixed reduction length) with the oneDNN path, which is
-  row- and column-invariant (kernels/linear.py). Masked and padded scores become -inf.
+- Every GEMM here is a batched GEMM over the blocks whose per-block shape is fixed except for the row
+  count M (queries x heads sharing a KV head): scores are N = BLOCK keys by K = head_dim, P @ V is
+  N = head_dim + 1 by K = BLOCK. MKL with `MKL_CBWR=...,STRICT` (pinned by the runtime) gives a row the
+  same bits for every M >= 4, batch count, batch position and thread count (tested); M < 4 is padded.
+  Masked and padded scores are -inf.
 - Softmax: the row max is exact in any order; exp runs on the SIMD body only (kernels/pointwise.py);
   exp(-inf) is exactly +0.
-- Reductions over keys (the normaliser and P @ V) are split into the fixed blocks: within a block a GEMM
-  (or sum) of fixed length BLOCK, across blocks a sequential sum in absolute block order starting from +0.
-  A block the query cannot see contributes exactly +0, and x + 0 == x, so extra or missing masked blocks
-  never move a real contribution. (One GEMM over all keys would not do: oneDNN blocks K internally.)
+- Reductions over keys (the normaliser and P @ V) are split into the fixed blocks. Within a block: the
+  P @ [V | 1] GEMM of fixed K = BLOCK (the ones column yields the block's normaliser). Across blocks:
+  `cumsum` over the block axis, a sequential double-accumulated scan in absolute block order from +0.
+  A block the query cannot see contributes exactly +0, and x + 0 == x, so extra or missing masked
+  blocks never move a real contribution. (One GEMM over all keys would not do: both MKL and oneDNN
+  block K internally, so the split points would move with the key count.)
+- Decode-sized calls run on one thread (bits are thread-count independent; parallel regions are costly).
 The normaliser is applied after P @ V (out = (E @ V) / sum E), unlike eager attention, so bits differ from
 stock eager; they are equal across schedules, which is what this mode promises.
 """
@@ -29,11 +35,12 @@ import torch
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-from galahad.kernels.linear import gemm_nt
+from galahad.kernels.linear import serial_if_small
 from galahad.kernels.pointwise import invariant_pointwise
 
 NAME = "galahad_invariant"
 BLOCK = 64  # keys per reduction block: a multiple of the SIMD pair, small enough to waste little padding
+MIN_BMM_ROWS = 4  # MKL strict-CNR sgemm differs for M in {1, 2, 3}
 
 
 def _mask(*args, **kwargs) -> torch.Tensor | None:
@@ -50,34 +57,41 @@ def block_layout(first_position: int, n_keys: int, block: int = BLOCK) -> tuple[
     return lead, -(-(lead + n_keys) // block)
 
 
+def _bmm_rows(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """torch.bmm (MKL) with the row count padded to MIN_BMM_ROWS: with `MKL_CBWR=...,STRICT` a row's bits
+    then depend on neither M, the batch count, the batch position nor the thread count (tested)."""
+    nb, m, k = a.shape
+    if m < MIN_BMM_ROWS:
+        a = torch.cat([a, a.new_zeros((nb, MIN_BMM_ROWS - m, k))], dim=1)
+    return torch.bmm(a, b)[:, :m]
+
+
 def attend_one_group(
     q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
+    k_grid: torch.Tensor,
+    v_grid: torch.Tensor,
     allowed: torch.Tensor,
     scaling: float,
     softcap: float | None,
 ) -> torch.Tensor:
-    """One KV head. q [R, Lq, D] (the R query heads sharing it), k/v [Nb*B, D] on the block grid,
-    allowed [Lq, Nb*B] bool. Returns [R, Lq, D]."""
+    """One KV head. q [R, Lq, D] (the R query heads sharing it); k_grid [Nb, B, D] and v_grid [Nb, B, D+1]
+    the keys and values on the block grid (v_grid has a ones column at real keys); allowed [Nb, Lq, B]
+    bool. Returns [R, Lq, D]."""
     r, lq, d = q.shape
-    nb = k.shape[0] // BLOCK
+    nb = k_grid.shape[0]
     rows = r * lq
-    scores = gemm_nt(q.reshape(rows, d), k) * scaling
+    # Scores per block: the queries against each block's B keys, a GEMM of fixed N = B and K = D.
+    scores = _bmm_rows(q.reshape(1, rows, d).expand(nb, rows, d), k_grid.transpose(1, 2)) * scaling
     if softcap is not None:
         scores = invariant_pointwise(torch.tanh, scores / softcap) * softcap
-    scores = scores.view(r, lq, -1).masked_fill(~allowed, float("-inf")).view(rows, -1)
-    row_max = scores.amax(dim=-1, keepdim=True)
+    scores = scores.view(nb, r, lq, BLOCK).masked_fill_(~allowed[:, None], float("-inf"))
+    row_max = scores.amax(dim=(0, 3), keepdim=True)  # a max is exact in any order
     probs = invariant_pointwise(torch.exp, scores - row_max)  # unnormalised; exactly +0 where masked
-    blocked = probs.view(rows, nb, BLOCK)
-    # Normaliser: fixed-length sums per block, then a sequential (double-accumulated) sum across blocks.
-    denom = blocked.sum(dim=-1).cumsum(dim=-1)[:, -1:]
-    p_blocks = blocked.transpose(0, 1).contiguous()  # [Nb, rows, B]
-    v_blocks = v.view(nb, BLOCK, d).transpose(1, 2).contiguous()  # [Nb, D, B]
-    acc = torch.zeros((rows, d), dtype=q.dtype)
-    for b in range(nb):
-        acc = acc + gemm_nt(p_blocks[b], v_blocks[b])
-    return (acc / denom).view(r, lq, d)
+    # P @ [V | 1] per block gives each block's partial output and its normaliser in one GEMM (K = B).
+    # Across blocks: cumsum is a sequential, double-accumulated scan in block order; its last row is the
+    # total. (A tree `sum` would pair blocks differently when masked blocks are added or removed.)
+    total = _bmm_rows(probs.view(nb, rows, BLOCK), v_grid).cumsum(dim=0)[-1]
+    return (total[:, :d] / total[:, d:]).view(r, lq, d)
 
 
 def invariant_attention(
@@ -111,19 +125,29 @@ def invariant_attention(
         first = int(position_ids[min(bi, position_ids.shape[0] - 1), -1]) - lk + 1
         lead, nb = block_layout(first, lk)
         span = slice(lead, lead + lk)
-        kp = key.new_zeros((kv_heads, nb * BLOCK, d))
-        vp = value.new_zeros((kv_heads, nb * BLOCK, d))
-        kp[:, span] = key[bi]
-        vp[:, span] = value[bi]
-        allowed = torch.zeros((lq, nb * BLOCK), dtype=torch.bool)
-        if attention_mask is None:
-            allowed[:, span] = True
-        else:
-            m = attention_mask[min(bi, attention_mask.shape[0] - 1), 0]
-            allowed[:, span] = m if m.dtype == torch.bool else m == 0  # additive masks: 0 = attend
-        for g in range(kv_heads):
-            hs = slice(g * group, (g + 1) * group)
-            out[bi, hs] = attend_one_group(query[bi, hs], kp[g], vp[g], allowed, scale, softcap)
+        with serial_if_small(2 * heads * lq * nb * BLOCK * d):
+            allowed = torch.zeros((lq, nb * BLOCK), dtype=torch.bool)
+            if attention_mask is None:
+                allowed[:, span] = True
+            else:
+                m = attention_mask[min(bi, attention_mask.shape[0] - 1), 0]
+                allowed[:, span] = m if m.dtype == torch.bool else m == 0  # additive masks: 0 = attend
+            allowed = allowed.view(lq, nb, BLOCK).transpose(0, 1)
+            for g in range(kv_heads):
+                k_grid = key.new_zeros((nb * BLOCK, d))
+                k_grid[span] = key[bi, g]
+                v_grid = value.new_zeros((nb * BLOCK, d + 1))
+                v_grid[span, :d] = value[bi, g]
+                v_grid[span, d] = 1.0
+                hs = slice(g * group, (g + 1) * group)
+                out[bi, hs] = attend_one_group(
+                    query[bi, hs],
+                    k_grid.view(nb, BLOCK, d),
+                    v_grid.view(nb, BLOCK, d + 1),
+                    allowed,
+                    scale,
+                    softcap,
+                )
     return out.transpose(1, 2).contiguous(), None
 
 

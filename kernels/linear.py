@@ -14,21 +14,68 @@ tests/test_kernels.py):
 So: run every GEMM through oneDNN and pad M (and N) to at least 2 with zero rows, which makes M == 1
 (token-by-token decode) take the same path as a prefill batch. The cost is one extra row, not a bigger
 tile: decode stays memory-bound on the weights.
+
+Weights up to `PACK_MAX_BYTES` are reordered once into oneDNN's blocked layout and cached (keyed by the
+tensor and its version counter): the plain layout is reordered on every call, which made a decode-sized
+GEMM 2x slower than MKL's GEMV; packed, it is on par. The packed path is exactly as invariant (tested);
+the LM head (671 MB on gemma) stays plain, where the reorder is a small part of a memory-bound call.
+
+oneDNN's bits also do not depend on the thread count (1, 2 and 3 threads tested), so small GEMMs run on
+one thread, as MKL does for its GEMV: an OpenMP parallel region costs a barrier, and on a loaded machine a
+barrier waits for the other thread's next time slice (measured: ~30 ms median for a 2x640x1024 GEMM on 2
+threads under load, 0.1 ms on one).
 """
 
 from __future__ import annotations
 
+import contextlib
+import weakref
+from collections.abc import Iterator
+
 import torch
 
 _MIN_ROWS = 2  # oneDNN's GEMV path (M == 1 or N == 1) is the only one whose bits differ
+SERIAL_WORK = 1 << 23  # multiply-adds below which one thread beats waking the pool (decode-sized work)
+PACK_MAX_BYTES = 64 << 20  # pack every per-layer weight; leave embedding-sized LM heads plain
+
+# id(weight) -> (weakref to weight, its version when packed, packed weight)
+_PACKED: dict[int, tuple[weakref.ref, int, torch.Tensor]] = {}
+
+
+@contextlib.contextmanager
+def serial_if_small(work: int) -> Iterator[None]:
+    """Run the block on one thread when `work` (multiply-adds) is small. Only for kernels whose bits are
+    thread-count independent (tested): this is a speed choice, never a correctness one."""
+    threads = torch.get_num_threads()
+    if threads == 1 or work >= SERIAL_WORK:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def available() -> bool:
     return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 
 
-def gemm_nt(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """x [M, K] @ weight[N, K]^T -> [M, N], row- and column-invariant for fixed K."""
+def packed(weight: torch.Tensor) -> torch.Tensor:
+    """The cached oneDNN-layout copy of a (contiguous, N >= 2) weight; repacked if it was modified."""
+    key = id(weight)
+    hit = _PACKED.get(key)
+    if hit is not None and hit[0]() is weight and hit[1] == weight._version:
+        return hit[2]
+    with torch.inference_mode(False), torch.no_grad():
+        pw = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), _MIN_ROWS)
+    _PACKED[key] = (weakref.ref(weight, lambda _, key=key: _PACKED.pop(key, None)), weight._version, pw)
+    return pw
+
+
+def gemm_nt(x: torch.Tensor, weight: torch.Tensor, pack: bool = False) -> torch.Tensor:
+    """x [M, K] @ weight[N, K]^T -> [M, N], row- and column-invariant for fixed K. `pack` uses the cached
+    blocked copy of `weight` (for weights reused across calls)."""
     m, n = x.shape[0], weight.shape[0]
     if m == 0 or n == 0:
         return x.new_zeros((m, n))
@@ -39,8 +86,10 @@ def gemm_nt(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     if m < _MIN_ROWS:
         x = torch.cat([x, x.new_zeros((_MIN_ROWS - m, x.shape[1]))])
     if n < _MIN_ROWS:
-        weight = torch.cat([weight, weight.new_zeros((_MIN_ROWS - n, weight.shape[1]))])
-    out = torch.ops.mkldnn._linear_pointwise(x, weight, None, "none", [], "")
+        weight, pack = torch.cat([weight, weight.new_zeros((_MIN_ROWS - n, weight.shape[1]))]), False
+    w = packed(weight) if pack else weight
+    with serial_if_small(x.shape[0] * weight.shape[0] * x.shape[1]):
+        out = torch.ops.mkldnn._linear_pointwise(x, w, None, "none", [], "")
     if m < _MIN_ROWS or n < _MIN_ROWS:
         out = out[:m, :n].contiguous()
     return out
@@ -50,7 +99,8 @@ def invariant_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
     """Drop-in for `F.linear` on CPU float tensors. The bias is added after the GEMM as a separate exact
     elementwise add, so it can never change the GEMM's accumulation order."""
     lead = x.shape[:-1]
-    out = gemm_nt(x.reshape(-1, x.shape[-1]), weight)
+    pack = weight.is_contiguous() and weight.numel() * weight.element_size() <= PACK_MAX_BYTES
+    out = gemm_nt(x.reshape(-1, x.shape[-1]), weight, pack=pack)
     if bias is not None:
         out = out + bias
     return out.reshape(*lead, weight.shape[0])

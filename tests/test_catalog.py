@@ -228,3 +228,25 @@ def test_stats_and_runs(cat, store):
     assert cat.resolve(ids["problems"][1]) == ("problem", ids["problems"][1])
     with pytest.raises(GalahadError, match="unknown id"):
         cat.resolve("0" * 64)
+
+
+def test_catalog_from_a_newer_galahad_is_refused(catalog_url):
+    with Catalog(catalog_url) as cat, cat.write() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '9999_future'"))
+    with pytest.raises(GalahadError, match="not one this Galahad knows") as err:
+        Catalog(catalog_url)
+    assert "\n" not in str(err.value)
+
+
+def test_deposit_many(cat, store):
+    chain = W.make_chain(5, seed=900)
+    blobs = [d for _, d in chain]
+    assert cat.deposit_many(store, blobs + blobs[:1], library="bulk") == [a for a, _ in chain] + [chain[0][0]]
+    assert cat.library_chain("bulk") == [a for a, _ in chain] and cat.stats()["artifacts"] == 5
+    assert all(sha256_hex(store.get(a)) == a for a, _ in chain)
+    orphan_parent, _ = W.make_artifact(seed=901)
+    child_id, child = W.make_artifact(parent=orphan_parent, start=4, seed=902)
+    loose_id, loose = W.make_artifact(seed=903)
+    with pytest.raises(GalahadError, match="unknown parent artifact"):
+        cat.deposit_many(store, [loose, child])
+    assert not store.has(loose_id) and not store.has(child_id) and cat.stats()["artifacts"] == 5

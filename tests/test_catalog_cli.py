@@ -106,6 +106,8 @@ def test_unknown_ids_and_traversal_are_one_line_errors(data, capsys):
         assert one_line_error(code, err) and out == "", ref
     code, _, err = run(capsys, *cat_args(root, url, "find"))
     assert one_line_error(code, err)
+    code, _, err = run(capsys, *cat_args(root, url, "ls", "--library", "../nope"))
+    assert one_line_error(code, err) and "unknown library" in err
 
 
 def test_bad_bundle_via_cli_writes_nothing(catalog_url, tmp_path, capsys):
