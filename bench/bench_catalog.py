@@ -6,7 +6,8 @@
 Lookups go through the public API (`Catalog.problem_by_hash`, `Catalog.artifact`: connection checkout,
 query, row -> dict), each timed alone; the table is grown in place between sizes with bulk Core inserts
 (not the ORM). Deposit throughput uses real artifacts and a real store on disk: `deposit` (one blob fsync
-+ one commit per artifact) and `deposit_many` (batches of 100: blobs fsync'd, one commit).
++ one commit per artifact) and `deposit_many` (batches of 100: puts on 16 threads, one commit), then
+both again with the store on tmpfs. Figures and how to read them: bench/README.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@
 
 Both engines (one per kernel mode, each its own model load) run the same token ids. Every repetition
 runs stock and invariant back to back, alternating which goes first, so a noisy shared machine hurts both
-alike; the ratio is reported from medians (typical) and from minima (least disturbed). Prefill uses the
+alike; the ratio is reported from medians (typical) and from minima (least disturbed). Decode times are
+per step (every step of every repetition), so a burst of load on a shared machine spoils a few samples,
+not a whole repetition. Prefill uses the
 pinned chunk schedule (`--chunk`); decode is one `Engine.forward` per token after that prefill, greedy.
 The invariant run also checks its own promise on the side: the greedy tokens it decodes one at a time
 must equal a one-pass forward's logits argmax over the same sequence (reported, not timed).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -30,23 +33,25 @@ from galahad.workers.engine import Engine  # noqa: E402
 from galahad.workers.models import load_model  # noqa: E402
 
 
-def run_once(engine: Engine, prompt: list[int], steps: int) -> tuple[float, float, list[int]]:
-    """(prefill seconds, decode seconds per token, decoded ids)."""
+def run_once(engine: Engine, prompt: list[int], steps: int) -> tuple[float, list[float], list[int]]:
+    """(prefill seconds, seconds of each decode step, decoded ids)."""
     cache = engine.new_cache()
     t0 = time.perf_counter()
     logits = engine.prefill(cache, prompt, 0)[-1]
     prefill_s = time.perf_counter() - t0
     out: list[int] = []
-    t0 = time.perf_counter()
+    steps_s: list[float] = []
     for i in range(steps):
         tok = int(torch.argmax(logits))
         out.append(tok)
+        t0 = time.perf_counter()
         logits = engine.forward(cache, [tok], len(prompt) + i)[-1]
-    return prefill_s, (time.perf_counter() - t0) / max(1, steps), out
+        steps_s.append(time.perf_counter() - t0)
+    return prefill_s, steps_s, out
 
 
 def summarise(xs: list[float]) -> dict:
-    return {"min": min(xs), "median": statistics.median(xs), "all": xs}
+    return {"min": round(min(xs), 4), "median": round(statistics.median(xs), 4), "n": len(xs)}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -57,13 +62,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--chunk", type=int, default=256)
     ap.add_argument("--decode", type=int, default=32, help="decode steps timed after the prefill")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=RuntimeConfig().threads)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
     cache_dir = Path(args.cache).expanduser()
     engines = {}
     for mode in ("stock", "invariant"):
-        rt = RuntimeConfig(kernel_mode=mode, prefill_chunk=args.chunk)
+        rt = RuntimeConfig(kernel_mode=mode, prefill_chunk=args.chunk, threads=args.threads)
         engines[mode] = Engine(load_model(args.model, cache_dir, rt), rt)
     vocab = engines["stock"].model.config.vocab_size
     gen = torch.Generator().manual_seed(0)
@@ -80,9 +86,13 @@ def main(argv: list[str] | None = None) -> dict:
         for mode in order:
             p, d, toks = run_once(engines[mode], prompt, args.decode)
             prefill[mode].append(p)
-            decode[mode].append(d)
+            decode[mode].extend(d)
             tokens[mode] = toks
-            print(f"rep {rep} {mode:9s} prefill {p:7.3f} s  decode {d * 1000:7.1f} ms/token", file=sys.stderr)
+            print(
+                f"rep {rep} {mode:9s} prefill {p:7.3f} s  decode median {statistics.median(d) * 1000:7.1f} "
+                f"min {min(d) * 1000:7.1f} ms/token",
+                file=sys.stderr,
+            )
 
     inv = engines["invariant"]
     seq = prompt + tokens["invariant"][:-1]
@@ -93,7 +103,8 @@ def main(argv: list[str] | None = None) -> dict:
         "prefill_chunk": args.chunk,
         "decode_steps": args.decode,
         "reps": args.reps,
-        "threads": RuntimeConfig().threads,
+        "threads": args.threads,
+        "load_average_1min": os.getloadavg()[0],
         "prefill_s": {m: summarise(v) for m, v in prefill.items()},
         "decode_ms_per_token": {m: summarise([x * 1000 for x in v]) for m, v in decode.items()},
         "ratio": {

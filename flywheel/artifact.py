@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass, field
-from typing import Any
-
-import torch
-from safetensors.torch import load as st_load
-from safetensors.torch import save as st_save
+from typing import TYPE_CHECKING, Any
 
 from galahad.flywheel.errors import GalahadError, IntegrityError
 from galahad.flywheel.store import sha256_hex
+
+if TYPE_CHECKING:  # torch loads only when tensors are built: catalog-only processes never import it
+    import torch
 
 FORMAT = "galahad-kv/1"
 META_KEY = "galahad"
@@ -93,6 +92,8 @@ class Artifact:
 
 def encode(meta: ArtifactMeta, keys: list[torch.Tensor], values: list[torch.Tensor]) -> tuple[str, bytes]:
     """Canonical bytes and their id. Tensors are [batch=1, kv_heads, span, head_dim]."""
+    from safetensors.torch import save as st_save
+
     if len(keys) != len(meta.layer_kinds) or len(values) != len(keys):
         raise ValueError("one key and one value tensor per layer are required")
     tensors: dict[str, torch.Tensor] = {}
@@ -124,6 +125,8 @@ def decode(data: bytes, expected_id: str) -> Artifact:
     if actual != expected_id:
         raise IntegrityError(f"artifact {expected_id[:16]} is corrupted: its bytes hash to {actual[:16]}")
     meta = read_meta(data)
+    from safetensors.torch import load as st_load
+
     try:
         tensors = st_load(data)
     except Exception as exc:  # safetensors raises its own error types

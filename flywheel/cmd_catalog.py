@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from galahad.flywheel.config import CATALOG_ENV
 from galahad.flywheel.errors import GalahadError
 
-CATALOG_ENV = "GALAHAD_CATALOG"
 READ_ONLY = {"ls", "show", "stats", "find", "fsck", "export", "libraries"}
 
 
@@ -62,7 +61,7 @@ def _open(args: argparse.Namespace):
     from galahad.flywheel.db import parse_url
     from galahad.flywheel.store import LocalStore
 
-    url = args.catalog or os.environ.get(CATALOG_ENV) or args.paths.catalog_url
+    url = args.paths.resolve_catalog(args.catalog)
     u = parse_url(url)
     db = u.database if u.get_backend_name() == "sqlite" else None
     if db and db != ":memory:" and not Path(db).exists():

@@ -75,21 +75,39 @@ def run_lock(root: Path):
         yield
 
 
-def start_ray(address: str | None) -> None:
+@contextlib.contextmanager
+def stderr_to(path: Path):
+    """Point file descriptor 2 (C/C++ code included) at a log file for the duration of a block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "ab") as f:
+        os.dup2(f.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def start_ray(address: str | None, log: Path) -> None:
     import ray
 
     from galahad.workers.ray_env import RAY_CONNECT_ENV
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-    # The driver's C++ core logs connection retries as warnings on stderr; users get our one line instead.
-    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
     try:
-        if address:
-            for key, value in RAY_CONNECT_ENV.items():
-                os.environ.setdefault(key, value)
-            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-        else:
-            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        # Ray's C++ core logs connection retries straight to fd 2; users get our one line instead, and
+        # the raw lines stay in the data dir's log.
+        with stderr_to(log):
+            if address:
+                for key, value in RAY_CONNECT_ENV.items():
+                    os.environ.setdefault(key, value)
+                ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+            else:
+                ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
+                         logging_level="ERROR")
     except Exception as exc:  # ray raises ConnectionError, RuntimeError or its own types
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise GalahadError(f"cannot reach the Ray cluster at {address or 'local'}: {first[:200]}") from exc
@@ -108,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     check_spec(args.model)
     items = load_problems(args)  # validate input before touching any state
     paths, catalog, store = storage(args)
-    embedded = args.catalog is None
+    embedded = catalog.url == paths.catalog_url
     with catalog, (run_lock(paths.root) if embedded else contextlib.nullcontext()):
         return _run(args, paths, catalog, store, items, embedded)
 
@@ -127,7 +145,7 @@ def _run(args, paths, catalog, store, items, embedded) -> int:
         release_claims(catalog)  # claims left by a killed local job: we hold the lock, so they are stale
     sampling = SamplingConfig(k=args.k, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
     config = LoopConfig(limit=args.limit, sampling=sampling)
-    start_ray(args.address)
+    start_ray(args.address, paths.root / "logs" / "ray-driver.log")
     try:
         gpus = ray.cluster_resources().get("GPU", 0)
         device = ("cuda" if gpus >= 1 else "cpu") if args.device == "auto" else args.device

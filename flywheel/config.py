@@ -11,6 +11,7 @@ DEFAULT_DATA = "~/.galahad"
 DATA_ENV = "GALAHAD_HOME"
 # The converted model snapshot is ~1 GB and data-independent, so it may be shared between data dirs.
 MODEL_CACHE_ENV = "GALAHAD_MODEL_CACHE"
+CATALOG_ENV = "GALAHAD_CATALOG"
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,10 @@ class Paths:
     @property
     def catalog_url(self) -> str:
         return f"sqlite:///{self.root / 'catalog.sqlite3'}"
+
+    def resolve_catalog(self, url: str | None) -> str:
+        """`--catalog URL`, else env GALAHAD_CATALOG, else the embedded SQLite file in the data dir."""
+        return url or os.environ.get(CATALOG_ENV) or self.catalog_url
 
     @property
     def store(self) -> Path:

@@ -175,7 +175,7 @@ def release_claims(catalog: Catalog) -> int:
     CLI calls it while holding the data dir's run lock on the embedded default catalog."""
     from sqlalchemy import update
 
-    with catalog.engine.begin() as conn:
+    with catalog.write() as conn:
         return conn.execute(update(P).where(P.c.status == "claimed")
                             .values(status="pending", claimed_by=None, lease_until=None)).rowcount
 

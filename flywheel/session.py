@@ -19,7 +19,7 @@ def storage(args: argparse.Namespace):
     from galahad.flywheel.store import LocalStore
 
     paths: Paths = args.paths.ensure()
-    catalog = Catalog(args.catalog or paths.catalog_url)
+    catalog = Catalog(paths.resolve_catalog(args.catalog))
     store = LocalStore(Path(args.store).expanduser() if args.store else paths.store)
     return paths, catalog, store
 

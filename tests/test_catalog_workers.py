@@ -108,7 +108,7 @@ def claim_worker(url: str, worker_id: str, start, results) -> None:
 
 
 def crash_trials(url: str, store_root: str, blob_file: str, trials: int, seed: int) -> int:
-    """Fork a depositor per trial and SIGKILL it after a random delay; print how many were killed mid-run."""
+    """Fork a depositor per trial and SIGKILL it at a random point; print how many were killed mid-run."""
     import galahad.flywheel.artifact  # noqa: F401  (import torch once here, not in each child)
     from galahad.flywheel.catalog import Catalog
     from galahad.flywheel.store import LocalStore
@@ -132,15 +132,20 @@ def crash_trials(url: str, store_root: str, blob_file: str, trials: int, seed: i
                 i = offset
                 while True:  # until killed; exiting by itself means something failed
                     cat.deposit(store, blobs[i % len(blobs)])
+                    os.write(w, b"d")
                     i += 1
             finally:
                 os._exit(3)
         os.close(w)
-        os.read(r, 1)  # the child is connected and about to deposit
-        os.close(r)
-        time.sleep(rng.uniform(0, 0.03))
+        # Kill after 0-3 completed deposits plus a random delay: random points of the deposit path,
+        # whatever the machine's speed.
+        for _ in range(1 + rng.randrange(4)):
+            if not os.read(r, 1):
+                break
+        time.sleep(rng.uniform(0, 0.01))
         os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
+        os.close(r)
         killed += os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     print(f"killed={killed}")
     return 0

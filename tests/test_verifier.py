@@ -34,6 +34,12 @@ def verifier():
 
 
 @pytest.fixture(scope="module")
+def two_workers():
+    with Verifier(VerifierConfig(workers=2)) as v:
+        yield v
+
+
+@pytest.fixture(scope="module")
 def lenient():
     with Verifier(VerifierConfig(strip_units=True)) as v:
         yield v
@@ -90,6 +96,9 @@ def test_units_and_percent_are_significant_unless_asked(verifier, lenient):
         assert lenient.check(gold, out).verified, (gold, out)
     assert verifier.check("10\\%", "Answer: 10%").verified
     assert not lenient.check("5", "Answer: 6 cm").verified
+    # Stripping units never strips prose: "2 is wrong" is not the answer 2.
+    assert not lenient.check("2", "Answer: 2 is wrong").verified
+    assert lenient.check("3", "The answer is 3 because 1 + 2 = 3").verified
 
 
 # --- hostile input: an answer within 2 s, never a hang, never an exception ---
@@ -114,23 +123,22 @@ def test_timeout_kills_the_worker_and_the_next_check_works(verifier):
     assert verifier.check("\\sqrt{8}", "\\boxed{2\\sqrt{2}}").verified
 
 
-def test_limits_hold_in_threads():
-    with Verifier(VerifierConfig(workers=2)) as v:
-        jobs = [("1", SLOW_BUT_SMALL), ("\\frac{\\sqrt{3}}{2}", "\\boxed{\\frac{3}{2\\sqrt{3}}}"),
-                ("x^2-1", "\\boxed{(x-1)(x+1)}"), ("1", SLOW_BUT_SMALL), ("[1,2)", "\\boxed{[1,2]}")]
-        results: dict[int, Verdict] = {}
+def test_limits_hold_in_threads(two_workers):
+    jobs = [("1", SLOW_BUT_SMALL), ("\\frac{\\sqrt{3}}{2}", "\\boxed{\\frac{3}{2\\sqrt{3}}}"),
+            ("x^2-1", "\\boxed{(x-1)(x+1)}"), ("1", SLOW_BUT_SMALL), ("[1,2)", "\\boxed{[1,2]}")]
+    results: dict[int, Verdict] = {}
 
-        def run(i: int) -> None:
-            results[i] = v.check(*jobs[i])
+    def run(i: int) -> None:
+        results[i] = two_workers.check(*jobs[i])
 
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(jobs))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
-        assert not any(t.is_alive() for t in threads)
-        assert [results[i].verified for i in range(len(jobs))] == [False, True, True, False, False]
-        assert {results[0].reason, results[3].reason} == {"timeout"}
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert [results[i].verified for i in range(len(jobs))] == [False, True, True, False, False]
+    assert {results[0].reason, results[3].reason} == {"timeout"}
 
 
 def test_a_dead_worker_costs_one_verdict(verifier):
@@ -166,10 +174,9 @@ def test_check_answer_skips_extraction(verifier):
     assert not verifier.check_answer("72", "The answer is 72").verified
 
 
-def test_check_many_keeps_order():
-    with Verifier(VerifierConfig(workers=2)) as v:
-        pairs = [("1", "1"), ("2", "\\boxed{\\sqrt{4}}"), ("3", "4"), ("x", "\\boxed{x}"), ("5", "Answer: five")]
-        assert [d.verified for d in v.check_many(pairs)] == [True, True, False, True, False]
+def test_check_many_keeps_order(two_workers):
+    pairs = [("1", "1"), ("2", "\\boxed{\\sqrt{4}}"), ("3", "4"), ("x", "\\boxed{x}"), ("5", "Answer: five")]
+    assert [d.verified for d in two_workers.check_many(pairs)] == [True, True, False, True, False]
 
 
 # --- the pieces ---
@@ -203,6 +210,7 @@ def test_numbers_and_units():
     assert split_unit("10\\%") == ("10", "%") and split_unit("5 \\text{ cm}") == ("5", "cm")
     assert split_unit("\\$18") == ("18", "$") and split_unit("2 \\pi") == ("2 \\pi", "")
     assert split_unit("90^\\circ") == ("90", "deg") and split_unit("x + 1") == ("x + 1", "")
+    assert split_unit("2 is wrong") == ("2 is wrong", "") and split_unit("2 square feet") == ("2", "square feet")
 
 
 def test_precheck():

@@ -21,7 +21,7 @@ ANCHOR = re.compile(
 LAST_NUMBER = re.compile(
     r"(?<![\w.^/*)\]}\\])[-\u2212]?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?(?![\w^/*(\[{])(?!\.\d)(?!,\d)"
 )
-SENTENCE_END = re.compile(r"\.(?:\s|$)|[;\n]|,\s+(?:so|because|since|which|as|and)\b")
+SENTENCE_END = re.compile(r"\.(?:\s|$)|[;\n]|,\s+(?:so|because|since|which|as|and)\b|\s+(?:because|since)\b")
 MATH_BLOCK_END = re.compile(r"(\$\$?|\\\)|\\\])[\s.,;!]*$")
 TRAILING_TUPLE = re.compile(r"([(\[][-+\d\s,./]*[)\]])[\s.,;!]*$")
 

@@ -18,6 +18,12 @@ MATH_WORDS = frozenset(
     "varnothing mathbb circ deg theta alpha beta gamma delta epsilon lambda mu sigma phi omega tau rho "
     "and or mod pmod gcd lcm max min det binom choose sum prod int lim dx dy dz dt du dv".split()
 )
+# Words that end a sentence, not a quantity: "2 is wrong" must not become 2 with the unit "is wrong".
+NOT_UNITS = frozenset(
+    "is are was were be not no nor but because since or and if so then than the a an wrong incorrect false "
+    "true maybe perhaps probably approximately about roughly nearly almost either neither none plus minus "
+    "times over each per left right answer final".split()
+)
 UNICODE = {
     "\u2212": "-", "\u2013": "-", "\u00d7": r"\times ", "\u00b7": r"\cdot ", "\u22c5": r"\cdot ",
     "\u00f7": r"\div ", "\u2264": r"\le ", "\u2265": r"\ge ", "\u2260": r"\ne ", "\u221e": r"\infty ",
@@ -29,7 +35,7 @@ DEGREES = re.compile(
     r"\s*(?:\^\s*\{?\s*\\circ\s*\}?|\u00b0|\\circ|\\degree|\s(?:degrees?|deg)\b)\s*$", re.IGNORECASE
 )
 TEXT_SUFFIX = re.compile(r"^(.*?[\d})\]])\s*\\(?:text|mbox|mathrm|textrm|textnormal)\s*\{([^{}]*)\}\s*$")
-WORD_SUFFIX = re.compile(r"^(.*?[\d})\]])\s*([A-Za-z]{2,}(?:\s+[A-Za-z]{2,})*)\s*$")
+WORD_SUFFIX = re.compile(r"^(.*?[\d})\]])\s*([A-Za-z]{2,}(?:\s+[A-Za-z]{2,})?)\s*$")
 CURRENCY = re.compile(r"^(?:\\\$|\$|US\$|USD)\s*(?=[-+.\d])")
 TEXT_WRAP = re.compile(r"^\\(?:text|textbf|textit|mathrm|mbox|textrm|textnormal|mathbf)\s*\{([^{}]*)\}$")
 TEXTY = re.compile(r"[A-Za-z(][A-Za-z\s.,'\-()]*")
@@ -68,7 +74,7 @@ def split_unit(value: str) -> tuple[str, str]:
     if m and m.group(2).strip():
         return m.group(1).strip(), " ".join(m.group(2).split()).casefold()
     m = WORD_SUFFIX.match(s)
-    if m and not any(w.casefold() in MATH_WORDS for w in m.group(2).split()):
+    if m and not any(w.casefold() in MATH_WORDS | NOT_UNITS for w in m.group(2).split()):
         return m.group(1).strip(), " ".join(m.group(2).split()).casefold()
     return s, ""
 
