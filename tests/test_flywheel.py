@@ -143,3 +143,35 @@ def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path, env):
     fsck = galahad(data, "catalog", "fsck", "--json", env=env)
     report = json.loads(fsck.stdout)
     assert not report.get("dangling") and not report.get("corrupted"), report
+
+
+def test_replay_on_another_data_dir_after_a_bundle_move(learned, env, tmp_path):
+    """What moving to another machine of the same architecture looks like: export the artifacts as a
+    bundle, import them into a fresh data dir, and replay an eval manifest there."""
+    data, _ = learned
+    manifest = tmp_path / "m.json"
+    proc = galahad(data, "eval", "recurrence", "--limit", "2", "--k", "1", "--out", str(manifest), env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    bundle = tmp_path / "memory.bundle"
+    assert galahad(data, "catalog", "export", str(bundle), env=env).returncode == 0
+    elsewhere = tmp_path / "elsewhere"
+    imported = galahad(elsewhere, "catalog", "import", str(bundle), env=env)
+    assert imported.returncode == 0, imported.stderr[-2000:]
+    replay = galahad(elsewhere, "replay", str(manifest), "--json", env=env)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert json.loads(replay.stdout)["ok"] is True
+
+
+def test_run_on_postgresql_catalog_and_shared_store(tmp_path, env, make_catalog_url):
+    url = make_catalog_url("postgresql")
+    store = tmp_path / "shared-store"
+    proc = galahad(tmp_path / "data", "run", "--model", "tiny", "--catalog", url, "--store", str(store),
+                   "--families", "add1", "--per-family", "6", "--limit", "2", "--k", "2", "--no-progress", "--json",
+                   env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    with Catalog(url) as cat:
+        stats = cat.stats()
+        assert stats["attempts"] == summary["attempted"] >= 2 and stats["verifications"] == stats["attempts"]
+        assert stats["runs"] == 1 and stats["artifacts"] == summary["deposited"]
+    assert not (tmp_path / "data" / "catalog.sqlite3").exists()

@@ -119,3 +119,27 @@ def test_exactness_cli_tiny_50_samples_across_processes(tmp_path, model_cache, c
     assert all(c["reference_logits_sha256"] == c["graft_logits_sha256"] for c in report["cases"])
     assert any(c["prefix_tokens"] > 16 for c in report["cases"])  # past the sliding window
     assert json.loads(Path(out).read_text())["sha256_equal"] == 50
+
+
+def test_exactness_on_the_default_model(tmp_path, model_cache, capsys):
+    # The 50-sample proof on gemma3-270m is committed in reports/; CI reruns a 10-sample slice of the
+    # same case list (its tenth case is longer than the 512-token sliding window).
+    os.environ["GALAHAD_MODEL_CACHE"] = str(model_cache)
+    code = main(["--data", str(tmp_path), "exactness", "--model", "gemma3-270m", "--samples", "10", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["sha256_equal"] == 10 and report["kl_max"] == 0.0
+    assert report["argmax_agreement"] == 1.0 and report["shifted_max_abs_diff"] > 0
+    assert max(c["prefix_tokens"] for c in report["cases"]) > 512
+    committed = json.loads((Path(__file__).resolve().parents[1] / "reports" / "exactness-gemma3-270m-stock.json")
+                           .read_text())
+    # Same cases, same model, same runtime: the very same logits bytes as the committed 50-sample run.
+    # (Only where the runtime fingerprint matches: another CPU ISA is another runtime, by design.)
+    if committed["runtime_fingerprint"] != report["runtime_fingerprint"]:
+        return
+    assert [c["graft_logits_sha256"] for c in report["cases"]] == [
+        c["graft_logits_sha256"] for c in committed["cases"][:10]]
+
+
+def test_exactness_rejects_bad_arguments(tmp_path, capsys):
+    assert main(["--data", str(tmp_path), "exactness", "--model", "tiny", "--samples", "0"]) == 2
+    assert "at least 1" in capsys.readouterr().err

@@ -1,8 +1,10 @@
 """Finding the final answer in a model's output (and in a gold field), as a string.
 
 Order of trust: the last `\\boxed{}`; then the last "final answer is" / "answer is" / "Answer:" / "####"
-anchor; then a math block that ends the text; then the last plain number. Every scan here is linear in
-the input so that a hostile 100 KB output cannot stall the caller before the size guards apply.
+anchor; then a math block, or a tuple of numbers, that ends the text; then the last plain number. The
+last anchor wins, so a caller that lets a base model run on into the next few-shot example must cut the
+output first. Every scan here is linear in the input, so that a hostile 100 KB output cannot stall the
+caller before the size guards apply.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass
 
 BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-# Longest anchors first so that "final answer is" wins over the "answer is" inside it.
+# "**Answer:** 42" (markdown) and "#### 42" (GSM8K) are anchors too.
 ANCHOR = re.compile(
     r"(?:(?:final\s+)?answer\s*(?:\*\*)?\s*(?:is|:|=)|####)\s*:?\s*(?:\*\*)?\s*", re.IGNORECASE
 )
@@ -28,7 +30,7 @@ TRAILING_TUPLE = re.compile(r"([(\[][-+\d\s,./]*[)\]])[\s.,;!]*$")
 
 @dataclass(frozen=True)
 class Extraction:
-    """An answer string and how it was found (`boxed`, `anchor`, `math`, `number`, `gold`)."""
+    """An answer string and how it was found (`boxed`, `anchor`, `math`, `tuple` or `number`)."""
 
     answer: str
     how: str

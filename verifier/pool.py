@@ -143,6 +143,15 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._closed = False
         self._finalizer = weakref.finalize(self, _shutdown, self._state)
+        self._pid = os.getpid()
+
+    def _forget_parent(self) -> None:
+        """In a forked copy of the caller, the zygote and workers belong to the parent: leave them be."""
+        self._finalizer.detach()
+        self._idle, self._active, self._state = queue.Queue(), 0, {}
+        self._lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _shutdown, self._state)
+        self._pid = os.getpid()
 
     def _zygote(self) -> _Zygote:
         with self._lock:
@@ -225,6 +234,8 @@ class WorkerPool:
         """The worker's reply to `request`, or {"ok": False, "reason": ...} for a timeout or a crash."""
         if self._closed:
             return {"ok": False, "reason": "error: verifier closed"}
+        if self._pid != os.getpid():
+            self._forget_parent()
         try:
             w = self._acquire()
         except OSError:
