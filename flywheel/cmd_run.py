@@ -106,6 +106,9 @@ def start_ray(address: str | None, log: Path) -> None:
                     os.environ.setdefault(key, value)
                 ray.init(address=address, log_to_driver=False, logging_level="ERROR")
             else:
+                # A local cluster stays on loopback: by default Ray advertises the machine's interface
+                # address (this setting is the one that keeps a single-node cluster on 127.0.0.1).
+                os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
                 ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
                          logging_level="ERROR")
     except Exception as exc:  # ray raises ConnectionError, RuntimeError or its own types

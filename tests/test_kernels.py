@@ -13,8 +13,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from galahad.kernels.attention import BLOCK, invariant_attention  # noqa: E402
-from galahad.kernels.linear import gemm_nt, invariant_linear  # noqa: E402
+from galahad.kernels.attention import BLOCK, _bmm_rows, invariant_attention  # noqa: E402
+from galahad.kernels.linear import PACK_MAX_BYTES, gemm_nt, invariant_linear  # noqa: E402
 from galahad.kernels.modes import get_mode  # noqa: E402
 from galahad.kernels.pointwise import invariant_pointwise  # noqa: E402
 from galahad.kernels.rope import RopeKernel  # noqa: E402
@@ -54,13 +54,42 @@ def test_linear_row_alone_equals_row_in_any_batch(k, n):
 
 
 def test_linear_columns_invariant_to_how_many_share_the_call():
-    """Attention scores are a GEMM whose column count (keys) changes with the schedule."""
+    """Column counts change with the schedule wherever keys are the columns."""
     w, x = _rand(700, 32, seed=3), _rand(40, 32, seed=4)
     full = gemm_nt(x, w)
     for n in (1, 2, 3, 17, 64, 511):
         for off in (0, 9):
             for m in (1, 4, 40):
                 assert torch.equal(gemm_nt(x[:m], w[off : off + n]), full[:m, off : off + n]), (n, off, m)
+
+
+@pytest.mark.parametrize("pack", [False, True])
+def test_linear_bits_do_not_depend_on_thread_count(pack):
+    """Small GEMMs run on one thread for speed; that is only allowed because the bits are the same."""
+    w, x = _rand(2048, 640, seed=15), _rand(300, 640, seed=16)
+    ref = gemm_nt(x, w, pack=pack)
+    for threads in (1, 2, 3):
+        torch.set_num_threads(threads)
+        for m in (1, 2, 7, 300):
+            assert torch.equal(gemm_nt(x[:m], w, pack=pack), ref[:m]), (threads, m)
+
+
+def test_linear_packs_layer_weights_but_not_huge_heads():
+    assert 2048 * 640 * 4 <= PACK_MAX_BYTES < 262_144 * 640 * 4
+
+
+@pytest.mark.parametrize("n,k", [(64, 32), (257, 64), (64, 256), (33, 64)])
+def test_batched_block_gemm_row_invariant(n, k):
+    """Attention's per-block GEMMs: a row's bits independent of the row count, the number of blocks in
+    the batch, a block's position in it, and the thread count (MKL in strict CNR mode)."""
+    a, b = _rand(12, 300, k, seed=17), _rand(12, k, n, seed=18)
+    ref = torch.bmm(a, b)
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        for nb, off in ((1, 0), (1, 7), (5, 3), (12, 0)):
+            for m in (1, 2, 3, 4, 5, 9, 17, 300):
+                got = _bmm_rows(a[off : off + nb, :m], b[off : off + nb])
+                assert torch.equal(got, ref[off : off + nb, :m]), (threads, nb, off, m)
 
 
 def test_linear_bias_and_leading_dims():
@@ -129,14 +158,31 @@ def test_rope_apply_row_invariant():
 
 def test_mode_routes_kernels_and_restores_stock():
     mode = get_mode("invariant")
-    w, x = _rand(1024, 640, seed=13), _rand(16, 640, seed=14)
+    stock_linear, w, x = F.linear, _rand(1024, 640, seed=13), _rand(16, 640, seed=14)
     with mode.active():
+        assert F.linear is not stock_linear
         rows = [F.linear(x[i : i + 1], w) for i in range(16)]
         batch = F.linear(x, w)
         g1, g2 = F.gelu(x[:3, :100], approximate="tanh"), F.gelu(x[:1, :100], approximate="tanh")
     assert all(torch.equal(r, batch[i : i + 1]) for i, r in enumerate(rows))
     assert torch.equal(g1[:1], g2)
+    assert F.linear is stock_linear and "exp" not in vars(torch.Tensor)
     assert not all(torch.equal(F.linear(x[i : i + 1], w), F.linear(x, w)[i : i + 1]) for i in range(16))
+
+
+def test_mode_is_per_thread():
+    """A stock forward on another thread keeps stock kernels while this one is inside active()."""
+    import threading
+
+    w, x = _rand(1024, 640, seed=19), _rand(1, 640, seed=20)
+    stock = F.linear(x, w)
+    seen = {}
+    with get_mode("invariant").active():
+        inside = F.linear(x, w)
+        t = threading.Thread(target=lambda: seen.setdefault("other", F.linear(x, w)))
+        t.start()
+        t.join()
+    assert torch.equal(seen["other"], stock) and not torch.equal(inside, stock)
 
 
 # --- attention --------------------------------------------------------------------------------------
@@ -199,6 +245,12 @@ def test_attention_matches_reference_softmax():
 
 
 # --- end to end on tiny -----------------------------------------------------------------------------
+
+
+def test_invariant_mode_refuses_without_strict_cnr(monkeypatch):
+    monkeypatch.setenv("MKL_CBWR", "AUTO")
+    with pytest.raises(RuntimeError, match="MKL_CBWR"):
+        get_mode("invariant")
 
 
 def test_invariant_mode_in_fingerprint():
