@@ -1,16 +1,18 @@
 """Invariant-mode cost: prefill and decode, stock vs invariant kernels, side by side in one process.
 
-    python bench/bench_invariant.py                          # gemma3-270m, 512-token prompt, 32 decode steps
-    python bench/bench_invariant.py --model tiny --prompt 128 --decode 16 --reps 3 --json
+    python bench/bench_invariant.py                       # gemma3-270m, 512-token prompt, 32 decode steps
+    python bench/bench_invariant.py --threads 1 --json    # one thread: immune to OpenMP barrier stalls
+    python bench/bench_invariant.py --model tiny --prompt 128 --decode 16 --reps 3
 
 Both engines (one per kernel mode, each its own model load) run the same token ids. Every repetition
 runs stock and invariant back to back, alternating which goes first, so a noisy shared machine hurts both
-alike; the ratio is reported from medians (typical) and from minima (least disturbed). Decode times are
-per step (every step of every repetition), so a burst of load on a shared machine spoils a few samples,
-not a whole repetition. Prefill uses the
-pinned chunk schedule (`--chunk`); decode is one `Engine.forward` per token after that prefill, greedy.
-The invariant run also checks its own promise on the side: the greedy tokens it decodes one at a time
-must equal a one-pass forward's logits argmax over the same sequence (reported, not timed).
+alike. Prefill uses the pinned chunk schedule (`--chunk`); decode is one `Engine.forward` per token after
+that prefill, greedy, each step timed alone (so a burst of load spoils a few samples, not a repetition).
+Reported per mode: median and minimum of wall time and of process CPU time; ratios invariant / stock.
+On a loaded machine prefer `--threads 1` CPU time: with 2 threads, every OpenMP barrier can wait for the
+other thread's next time slice, and CPU time then counts the spinning.
+The invariant run also checks its promise on the side: the tokens it decoded one at a time must be the
+argmax of a one-pass forward's logits over the same sequence (reported, not timed).
 """
 
 from __future__ import annotations
@@ -32,26 +34,44 @@ import torch  # noqa: E402
 from galahad.workers.engine import Engine  # noqa: E402
 from galahad.workers.models import load_model  # noqa: E402
 
+Sample = tuple[float, float]  # (wall seconds, CPU seconds)
 
-def run_once(engine: Engine, prompt: list[int], steps: int) -> tuple[float, list[float], list[int]]:
-    """(prefill seconds, seconds of each decode step, decoded ids)."""
+
+def _timed(fn):
+    w, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, (time.perf_counter() - w, time.process_time() - c)
+
+
+def run_once(engine: Engine, prompt: list[int], steps: int) -> tuple[Sample, list[Sample], list[int]]:
+    """(prefill time, time of each decode step, decoded ids)."""
     cache = engine.new_cache()
-    t0 = time.perf_counter()
-    logits = engine.prefill(cache, prompt, 0)[-1]
-    prefill_s = time.perf_counter() - t0
+    logits, prefill = _timed(lambda: engine.prefill(cache, prompt, 0)[-1])
     out: list[int] = []
-    steps_s: list[float] = []
+    step_times: list[Sample] = []
     for i in range(steps):
         tok = int(torch.argmax(logits))
         out.append(tok)
-        t0 = time.perf_counter()
-        logits = engine.forward(cache, [tok], len(prompt) + i)[-1]
-        steps_s.append(time.perf_counter() - t0)
-    return prefill_s, steps_s, out
+        logits, t = _timed(lambda tok=tok, i=i: engine.forward(cache, [tok], len(prompt) + i)[-1])
+        step_times.append(t)
+    return prefill, step_times, out
 
 
-def summarise(xs: list[float]) -> dict:
-    return {"min": round(min(xs), 4), "median": round(statistics.median(xs), 4), "n": len(xs)}
+def summarise(samples: list[Sample], scale: float) -> dict:
+    wall, cpu = [s[0] * scale for s in samples], [s[1] * scale for s in samples]
+    return {
+        "wall": {"median": round(statistics.median(wall), 3), "min": round(min(wall), 3)},
+        "cpu": {"median": round(statistics.median(cpu), 3), "min": round(min(cpu), 3)},
+        "n": len(samples),
+    }
+
+
+def ratios(stock: dict, inv: dict) -> dict:
+    return {
+        f"{clock}_{stat}": round(inv[clock][stat] / stock[clock][stat], 3)
+        for clock in ("wall", "cpu")
+        for stat in ("median", "min")
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -60,7 +80,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--cache", default="~/.cache/galahad-models")
     ap.add_argument("--prompt", type=int, default=512, help="prompt tokens (prefilled in chunks)")
     ap.add_argument("--chunk", type=int, default=256)
-    ap.add_argument("--decode", type=int, default=32, help="decode steps timed after the prefill")
+    ap.add_argument("--decode", type=int, default=32, help="decode steps timed after each prefill")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=RuntimeConfig().threads)
     ap.add_argument("--json", action="store_true")
@@ -76,27 +96,28 @@ def main(argv: list[str] | None = None) -> dict:
     prompt = [engines["stock"].tokenizer.bos_token_id or 2]
     prompt += torch.randint(10, min(vocab, 20_000), (args.prompt - 1,), generator=gen).tolist()
 
-    for engine in engines.values():  # warm-up: first calls pay allocator and primitive set-up
+    for engine in engines.values():  # warm-up: first calls pay allocator, primitive and packing set-up
         run_once(engine, prompt[: min(64, len(prompt))], 2)
-    prefill: dict[str, list[float]] = {m: [] for m in engines}
-    decode: dict[str, list[float]] = {m: [] for m in engines}
+    prefill: dict[str, list[Sample]] = {m: [] for m in engines}
+    decode: dict[str, list[Sample]] = {m: [] for m in engines}
     tokens: dict[str, list[int]] = {}
     for rep in range(args.reps):
-        order = list(engines) if rep % 2 == 0 else list(reversed(engines))
-        for mode in order:
-            p, d, toks = run_once(engines[mode], prompt, args.decode)
+        for mode in list(engines) if rep % 2 == 0 else list(reversed(engines)):
+            p, d, tokens[mode] = run_once(engines[mode], prompt, args.decode)
             prefill[mode].append(p)
             decode[mode].extend(d)
-            tokens[mode] = toks
             print(
-                f"rep {rep} {mode:9s} prefill {p:7.3f} s  decode median {statistics.median(d) * 1000:7.1f} "
-                f"min {min(d) * 1000:7.1f} ms/token",
+                f"rep {rep} {mode:9s} prefill wall {p[0]:7.2f} s cpu {p[1]:7.2f} s | decode wall median "
+                f"{statistics.median(x[0] for x in d) * 1e3:7.1f} ms cpu median "
+                f"{statistics.median(x[1] for x in d) * 1e3:7.1f} ms",
                 file=sys.stderr,
             )
 
     inv = engines["invariant"]
     seq = prompt + tokens["invariant"][:-1]
     one_pass = inv.forward(inv.new_cache(), seq, 0)[len(prompt) - 1 :].argmax(-1).tolist()
+    pre = {m: summarise(v, 1.0) for m, v in prefill.items()}
+    dec = {m: summarise(v, 1e3) for m, v in decode.items()}
     report = {
         "model": args.model,
         "prompt_tokens": args.prompt,
@@ -104,14 +125,12 @@ def main(argv: list[str] | None = None) -> dict:
         "decode_steps": args.decode,
         "reps": args.reps,
         "threads": args.threads,
-        "load_average_1min": os.getloadavg()[0],
-        "prefill_s": {m: summarise(v) for m, v in prefill.items()},
-        "decode_ms_per_token": {m: summarise([x * 1000 for x in v]) for m, v in decode.items()},
-        "ratio": {
-            "prefill_median": statistics.median(prefill["invariant"]) / statistics.median(prefill["stock"]),
-            "prefill_min": min(prefill["invariant"]) / min(prefill["stock"]),
-            "decode_median": statistics.median(decode["invariant"]) / statistics.median(decode["stock"]),
-            "decode_min": min(decode["invariant"]) / min(decode["stock"]),
+        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
+        "prefill_s": pre,
+        "decode_ms_per_token": dec,
+        "ratio_invariant_over_stock": {
+            "prefill": ratios(pre["stock"], pre["invariant"]),
+            "decode": ratios(dec["stock"], dec["invariant"]),
         },
         "greedy_tokens_equal_across_modes": tokens["stock"] == tokens["invariant"],
         "invariant_decode_equals_one_pass_argmax": one_pass == tokens["invariant"],
@@ -119,14 +138,16 @@ def main(argv: list[str] | None = None) -> dict:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        r = report["ratio"]
-        for kind, key in (("prefill", "prefill_s"), ("decode", "decode_ms_per_token")):
+        for kind, unit in (("prefill", "s"), ("decode", "ms/token")):
+            key = "prefill_s" if kind == "prefill" else "decode_ms_per_token"
             s, i = report[key]["stock"], report[key]["invariant"]
-            print(
-                f"{kind:8s} stock median {s['median']:.3f} (min {s['min']:.3f})  invariant median "
-                f"{i['median']:.3f} (min {i['min']:.3f})  ratio median {r[kind + '_median']:.2f}x "
-                f"min {r[kind + '_min']:.2f}x   [{key}]"
-            )
+            r = report["ratio_invariant_over_stock"][kind]
+            for clock in ("wall", "cpu"):
+                print(
+                    f"{kind:8s} {clock:4s} stock {s[clock]['median']:9.3f} (min {s[clock]['min']:9.3f})  "
+                    f"invariant {i[clock]['median']:9.3f} (min {i[clock]['min']:9.3f}) {unit}  "
+                    f"ratio {r[clock + '_median']:.2f}x (min {r[clock + '_min']:.2f}x)"
+                )
         print(
             f"invariant token-by-token == one-pass argmax: {report['invariant_decode_equals_one_pass_argmax']}"
         )

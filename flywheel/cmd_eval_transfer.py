@@ -25,13 +25,15 @@ def add_transfer_parser(ev: argparse._SubParsersAction) -> None:
 
 
 def _events(catalog) -> list[tuple[float, str]]:
-    from sqlalchemy import select
+    from sqlalchemy import func, select
 
     from galahad.flywheel.models import TABLES
 
-    V, ART = TABLES["verifications"], TABLES["artifacts"]
+    A, V, ART = TABLES["attempts"], TABLES["verifications"], TABLES["artifacts"]
+    first_verified = (select(func.min(V.c.created_at)).join(A, V.c.attempt_id == A.c.id)
+                      .where(V.c.verified.is_(True)).group_by(A.c.problem_id))
     with catalog.engine.connect() as conn:
-        verified = [r[0] for r in conn.execute(select(V.c.created_at).where(V.c.verified.is_(True)))]
+        verified = [r[0] for r in conn.execute(first_verified)]  # a problem counts once, when first verified
         deposited = [r[0] for r in conn.execute(select(ART.c.created_at))]
     return [(t.timestamp(), "verified") for t in verified] + [(t.timestamp(), "deposited") for t in deposited]
 

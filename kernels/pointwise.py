@@ -1,4 +1,4 @@
-"""Size-invariant elementwise transcendental ops (exp, tanh, GELU, SiLU, sigmoid, cos, sin, rsqrt, ...).
+"""Size-invariant elementwise transcendental ops (exp, tanh, GELU, SiLU, sigmoid, erf, cos, sin, ...).
 
 ATen's CPU loops run a SIMD body over pairs of vectors and a scalar loop over the tail, and split the
 flattened range into one chunk per thread (`divup(n, threads)`), so *which* elements take the scalar

@@ -135,16 +135,20 @@ def test_pointwise_row_alone_equals_row_in_any_batch(name, cols):
             assert torch.equal(y[idx], alone[: len(idx)]), (name, cols, threads, m)
 
 
-def test_rmsnorm_reduction_is_row_invariant():
-    """Gemma's RMSNorm mean over the hidden size is left to ATen: a fixed-length inner reduction."""
-    x = _rand(700, 640, seed=11)
+@pytest.mark.parametrize("cols", [32, 100, 260, 640])
+def test_rmsnorm_is_row_invariant_with_stock_kernels(cols):
+    """Gemma's RMSNorm is left to ATen: a fixed-length inner mean, and rsqrt, whose SIMD body and
+    scalar tail agree (1 / sqrt, both correctly rounded). Stock kernels, any rows and threads."""
+    x = _rand(700, cols, seed=11)
 
     def norm(t):
         return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-6)
 
     full = norm(x)
-    for m in (1, 2, 3, 51, 256, 700):
-        assert torch.equal(norm(x[:m]), full[:m])
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        for m in (1, 2, 3, 51, 256, 700):
+            assert torch.equal(norm(x[:m]), full[:m]), (threads, m)
 
 
 def test_rope_apply_row_invariant():
@@ -278,10 +282,14 @@ def _three_schedules(engine, tokens, p):
     return grafted, one_pass, steps
 
 
+@pytest.mark.parametrize("chunk", [3, 8, 256])
 @pytest.mark.parametrize("p,q", [(1, 4), (17, 3), (45, 6)])  # the window is 16: 17 and 45 pass it
-def test_tiny_chunked_equals_monolithic_equals_token_by_token(tiny_engine, p, q):
+def test_tiny_chunked_equals_monolithic_equals_token_by_token(tiny_engine, p, q, chunk):
+    from galahad.workers.engine import Engine
+
+    engine = Engine(tiny_engine.loaded, RT.with_(prefill_chunk=chunk))
     tokens = [2] + torch.randint(10, 250, (p + q - 1,), generator=torch.Generator().manual_seed(p)).tolist()
-    grafted, one_pass, steps = _three_schedules(tiny_engine, tokens, p)
+    grafted, one_pass, steps = _three_schedules(engine, tokens, p)
     assert _sha(grafted) == _sha(one_pass) == _sha(steps)
 
 
