@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -51,6 +52,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     rs.set_defaults(func=run_rescore)
 
 
+@contextlib.contextmanager
+def progress_bar(total: int, desc: str):
+    """A stderr progress bar; yields the callable that advances it by one."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit="problem", file=sys.stderr, disable=not sys.stderr.isatty())
+    try:
+        yield lambda: bar.update(1)
+    finally:
+        bar.close()
+
+
 def manifest_path(args, paths, kind: str) -> Path:
     return args.out or paths.reports / f"{kind}-{time.strftime('%Y%m%dT%H%M%S')}.json"
 
@@ -80,7 +93,8 @@ def run_recurrence(args: argparse.Namespace) -> int:
     cfg = eval_recurrence.RecurrenceConfig(k=args.k, max_tokens=args.max_tokens, seed=args.seed, limit=args.limit)
     with catalog, Verifier() as verifier:
         engine = engine_for(args.model, paths)
-        records = eval_recurrence.run(engine, catalog, store, verifier, cfg, EnergyMeter())
+        with progress_bar(len(eval_recurrence.candidates(catalog, cfg.limit)), "recurrence") as tick:
+            records = eval_recurrence.run(engine, catalog, store, verifier, cfg, EnergyMeter(), tick)
     if not records:
         raise GalahadError("no verified problem with a deposited artifact in the catalog: run `galahad run` first")
     scores = eval_recurrence.score(records, asdict(cfg))

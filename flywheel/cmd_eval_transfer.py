@@ -40,7 +40,7 @@ def _events(catalog) -> list[tuple[float, str]]:
 
 def run_transfer(args: argparse.Namespace) -> int:
     from galahad.flywheel import eval_transfer, plots
-    from galahad.flywheel.cmd_eval import base_manifest, manifest_path
+    from galahad.flywheel.cmd_eval import base_manifest, manifest_path, progress_bar
     from galahad.flywheel.errors import GalahadError
     from galahad.flywheel.evidence import write_manifest
     from galahad.verifier.verifier import Verifier
@@ -58,7 +58,9 @@ def run_transfer(args: argparse.Namespace) -> int:
         if not any(lib.get("artifacts") for lib in catalog.libraries()):
             raise GalahadError("the catalog has no library yet: run `galahad run` first")
         engine = engine_for(args.model, paths)
-        records = eval_transfer.run(engine, catalog, store, verifier, cfg)
+        specs = eval_transfer.plan(catalog, cfg)
+        with progress_bar(len(specs), "transfer") as tick:
+            records = eval_transfer.run(engine, catalog, store, verifier, cfg, progress=tick, planned=specs)
         events = _events(catalog)
     scores = eval_transfer.score(records, asdict(cfg))
     path = manifest_path(args, paths, "transfer")

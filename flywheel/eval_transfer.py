@@ -62,7 +62,7 @@ def _prefix_tail(catalog, library: str, n: int) -> str | None:
     return chain[:n][-1] if chain else None
 
 
-def plan(catalog, cfg: TransferConfig) -> list[Spec | tuple[Spec, dict]]:
+def plan(catalog, cfg: TransferConfig) -> list[tuple[Spec, dict]]:
     libs = _library_heads(catalog)
     out = []
     for p in heldout(catalog, cfg):
@@ -90,9 +90,10 @@ def plan(catalog, cfg: TransferConfig) -> list[Spec | tuple[Spec, dict]]:
     return out
 
 
-def run(engine, catalog, store, verifier, cfg: TransferConfig, meter=None, progress=None) -> list[dict]:
+def run(engine, catalog, store, verifier, cfg: TransferConfig, meter=None, progress=None,
+        planned: list | None = None) -> list[dict]:
     records = []
-    for spec, meta in plan(catalog, cfg):
+    for spec, meta in planned if planned is not None else plan(catalog, cfg):
         records.append({**make_record(engine, store, verifier, spec, meter), **meta})
         if progress:
             progress()

@@ -176,3 +176,24 @@ def test_run_on_postgresql_catalog_and_shared_store(tmp_path, env, make_catalog_
         assert stats["attempts"] == summary["attempted"] >= 2 and stats["verifications"] == stats["attempts"]
         assert stats["runs"] == 1 and stats["artifacts"] == summary["deposited"]
     assert not (tmp_path / "data" / "catalog.sqlite3").exists()
+
+
+def test_eval_transfer_conditions_stats_plots_and_rescore(learned, env, tmp_path):
+    data, _ = learned
+    manifest = tmp_path / "transfer.json"
+    proc = galahad(data, "eval", "transfer", "--families", "add1,lin1", "--per-split", "2", "--max-solutions", "1",
+                   "--json", "--out", str(manifest), env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    conditions = {r["condition"] for r in out["table"]}
+    assert {"base", "empty"} <= conditions and any(c.startswith("library") for c in conditions)
+    for row in out["table"]:
+        assert 0 <= row["ci95"][0] <= row["accuracy"] <= row["ci95"][1] <= 1
+    assert all(0 <= c["p_value"] <= 1 for c in out["comparisons"]) and out["comparisons"]
+    for png in out["plots"]:
+        assert Path(png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    records = json.loads(manifest.read_text())["records"]
+    with _catalog(data) as cat:
+        known = {p["id"] for p in cat.find_problems(limit=1000)}
+    assert not {r["id"] for r in records} & known  # held out: never a problem the catalog learned
+    assert galahad(data, "rescore", str(manifest), env=env).returncode == 0
