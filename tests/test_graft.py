@@ -143,3 +143,14 @@ def test_exactness_on_the_default_model(tmp_path, model_cache, capsys):
 def test_exactness_rejects_bad_arguments(tmp_path, capsys):
     assert main(["--data", str(tmp_path), "exactness", "--model", "tiny", "--samples", "0"]) == 2
     assert "at least 1" in capsys.readouterr().err
+
+
+def test_invariant_mode_graft_equals_one_pass_and_token_by_token(tmp_path, model_cache, capsys):
+    os.environ["GALAHAD_MODEL_CACHE"] = str(model_cache)
+    code = main(["--data", str(tmp_path), "exactness", "--model", "tiny", "--mode", "invariant", "--samples", "20",
+                 "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["mode"] == "invariant"
+    assert report["sha256_equal"] == report["monolithic_sha256_equal"] == 20
+    assert report["token_by_token_sha256_equal"] == 20
+    assert any(c["prefix_tokens"] > 16 for c in report["cases"])  # past tiny's sliding window

@@ -90,3 +90,16 @@ def test_verified_deposit_has_lineage(depositor):
     lineage = depositor.catalog.lineage(d.artifact_id)
     text = str(lineage)
     assert v in text and p["id"] in text
+
+
+def test_two_depositors_racing_on_one_library_keep_the_chain_linear(depositor, tmp_path, model_cache):
+    other = Depositor("tiny", model_cache, DEFAULT_RUNTIME, depositor.catalog.url, tmp_path / "store", 120)
+    a, b, c = (_problem(f"What is {i} + 1?", str(i + 1)) for i in (1, 2, 3))
+    depositor.deposit(a, a["answer"], _verification(depositor.catalog, a))
+    other.deposit(b, b["answer"], _verification(other.catalog, b))  # other now holds the live tail
+    # depositor's live cache is stale (its tail is a, the catalog's is b): it must restore, not append after a
+    d = depositor.deposit(c, c["answer"], _verification(depositor.catalog, c))
+    chain = depositor.catalog.library_chain(library_name(a))
+    assert chain[-1] == d.artifact_id and len(chain) == 3
+    assert [x.id for x in load_chain(depositor.store, d.artifact_id)] == chain
+    other.catalog.close()

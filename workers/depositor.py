@@ -16,6 +16,7 @@ from transformers import DynamicCache
 
 from galahad.flywheel import prompts
 from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.memory import library_name, load_chain
 from galahad.flywheel.store import LocalStore
 from galahad.workers.engine import Engine
@@ -50,7 +51,18 @@ class Depositor:
     def fingerprints(self) -> tuple[str, str]:
         return self.engine.model_fingerprint, self.engine.runtime_fingerprint
 
-    def deposit(self, problem: dict, answer: str, verification_id: str) -> Deposited:
+    def deposit(self, problem: dict, answer: str, verification_id: str, attempts: int = 3) -> Deposited:
+        """Deposit after the library's current tail. Another depositor may append first (jobs sharing a
+        catalog): the catalog then refuses ours atomically, and we redo it after the new tail."""
+        for attempt in range(attempts):
+            try:
+                return self._deposit_once(problem, answer, verification_id)
+            except GalahadError as exc:
+                if "does not extend library" not in str(exc) or attempt == attempts - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _deposit_once(self, problem: dict, answer: str, verification_id: str) -> Deposited:
         lib = library_name(problem)
         self.catalog.ensure_library(lib, topic=problem.get("topic"), template=problem.get("template"))
         segment = prompts.solution_segment(problem["text"], answer)
