@@ -70,22 +70,12 @@ class Engine:
             raise ValueError("cannot prefill an empty span")
         return logits
 
-    def decode(
-        self,
-        cache: DynamicCache,
-        prompt_ids: list[int],
-        start: int,
-        max_new_tokens: int,
-        *,
-        temperature: float = 0.0,
-        seed: int = 0,
-        stop: tuple[str, ...] = (),
-    ) -> Decoded:
-        """Prefill the prompt after the cache's contents, then decode greedily or by seeded sampling."""
+    def decode(self, cache: DynamicCache, prompt_ids: list[int], start: int, max_new_tokens: int,
+               **sampling) -> Decoded:
+        """Prefill the prompt after the cache's contents, then `continue_decode` (same keyword options)."""
         t0, c0 = time.perf_counter(), time.process_time()
         logits = self.prefill(cache, prompt_ids, start)[-1]
-        out = self.continue_decode(cache, logits, start + len(prompt_ids), max_new_tokens,
-                                   temperature=temperature, seed=seed, stop=stop)
+        out = self.continue_decode(cache, logits, start + len(prompt_ids), max_new_tokens, **sampling)
         out.seconds, out.cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
         return out
 
