@@ -36,6 +36,11 @@ MARKABLE = ("pending", "verified", "failed")
 PUT_THREADS = 16
 
 
+def storable(text: str) -> str:
+    """PostgreSQL text cannot hold NUL; a sampled model output can. Replaced, so both backends agree."""
+    return text.replace("\x00", "\ufffd")
+
+
 def now() -> datetime:
     """Naive UTC, microseconds: what both backends store and compare identically."""
     return datetime.now(UTC).replace(tzinfo=None)
@@ -196,7 +201,7 @@ class Catalog(Queries):
                 self._require(conn, R, run_id, "run")
             conn.execute(insert(A).values(
                 id=attempt_id, problem_id=problem_id, run_id=run_id, model_fingerprint=model_fingerprint,
-                sampling=sampling, output_text=output_text, tokens=int(tokens), seconds=float(seconds),
+                sampling=sampling, output_text=storable(output_text), tokens=int(tokens), seconds=float(seconds),
                 cpu_seconds=float(cpu_seconds), energy_joules=None if energy_joules is None else float(energy_joules),
                 created_at=now(),
             ))
@@ -211,7 +216,7 @@ class Catalog(Queries):
                 raise GalahadError(f"unknown attempt {str(attempt_id)[:80]!r}")
             conn.execute(insert(V).values(id=verification_id, attempt_id=attempt_id,
                                           verifier_version=verifier_version, verified=bool(verified),
-                                          reason=reason, created_at=now()))
+                                          reason=storable(reason), created_at=now()))
             if verified:
                 conn.execute(update(P).where(P.c.id == problem_id).values(
                     status="verified", claimed_by=None, lease_until=None, updated_at=now()))

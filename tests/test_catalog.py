@@ -250,3 +250,15 @@ def test_deposit_many(cat, store):
     with pytest.raises(GalahadError, match="unknown parent artifact"):
         cat.deposit_many(store, [loose, child])
     assert not store.has(loose_id) and not store.has(child_id) and cat.stats()["artifacts"] == 5
+
+
+def test_model_output_with_nul_bytes_is_stored_on_both_backends(catalog_url):
+    from galahad.flywheel.catalog import Catalog
+
+    with Catalog(catalog_url) as cat:
+        pid = cat.add_problem("What is 1 + 1?", "2", "test", "t")
+        aid = cat.add_attempt(pid, None, "fp", {}, "2\x00junk", 3, 0.0, 0.0)
+        cat.add_verification(aid, "v", False, "not verified: bad\x00answer")
+        (row,) = cat.attempts_for(pid)
+        assert row["output_text"] == "2\ufffdjunk"
+        assert row["verifications"][0]["reason"] == "not verified: bad\ufffdanswer"
