@@ -32,5 +32,6 @@ def test_import_kernels_is_not_ours():
 
 
 def test_console_script_lists_subcommands():
-    out = subprocess.run(["galahad", "--help"], capture_output=True, text=True, check=True)
+    script = Path(sys.executable).parent / "galahad"  # the venv's console script, PATH or not
+    out = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True)
     assert "exactness" in out.stdout

@@ -58,7 +58,10 @@ DEFAULT_OBJECT_STORE_BYTES = 200 * 1024 * 1024
 FAST_FAIL_ENV: dict[str, str] = RAY_CONNECT_ENV
 
 # Env that selects a Ray cluster or auth for the *caller*; it must not leak into our nodes.
-_STRIPPED_ENV = ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE")
+# RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 (what keeps a local single-node cluster on loopback) makes
+# `ray start` refuse a second node.
+_STRIPPED_ENV = ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE",
+                 "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
 
 
 # Run by `_wait_for_nodes` in the head's namespace: argv = address, head ip, worker ip, timeout.
