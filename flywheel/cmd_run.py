@@ -106,9 +106,6 @@ def start_ray(address: str | None, log: Path) -> None:
                     os.environ.setdefault(key, value)
                 ray.init(address=address, log_to_driver=False, logging_level="ERROR")
             else:
-                # A local cluster stays on loopback: by default Ray advertises the machine's interface
-                # address (this setting is the one that keeps a single-node cluster on 127.0.0.1).
-                os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
                 ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
                          logging_level="ERROR")
     except Exception as exc:  # ray raises ConnectionError, RuntimeError or its own types
@@ -124,6 +121,10 @@ def run(args: argparse.Namespace) -> int:
         if value is not None and value < 1:
             raise GalahadError(f"--{name.replace('_', '-')} must be at least 1")
     pin_process_env(DEFAULT_RUNTIME)
+    if not args.address:
+        # A local cluster stays on loopback: by default Ray advertises the machine's interface address.
+        # This setting keeps a single-node cluster on 127.0.0.1; Ray reads it when it is imported.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     from galahad.workers.models import check_spec
 
     check_spec(args.model)
@@ -164,7 +165,9 @@ def _run(args, paths, catalog, store, items, embedded) -> int:
             raise GalahadError(f"model {args.model!r} failed to load in a worker: {str(exc).splitlines()[-1][:200]}") from exc
         if len(set(fps)) != 1:
             raise GalahadError("workers loaded different models (model fingerprints differ)")
-        nodes = ray.get([a.node_ip.remote() for a in [*generators, depositor]])
+        # The address each actor's node registered with (what the cluster's traffic uses).
+        addresses = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}
+        nodes = [addresses.get(i, "?") for i in ray.get([a.node_id.remote() for a in [*generators, depositor]])]
         run_id = catalog.start_run({"model": args.model, "model_fingerprint": fps[0], "generators": args.generators,
                                     "address": args.address, **summary_config(config)})
         wheel = Flywheel(catalog, generators, depositor, fps[0], config)

@@ -43,6 +43,9 @@ class _Located:
     def node_ip(self) -> str:
         return ray.util.get_node_ip_address()
 
+    def node_id(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
     def model_fp(self) -> str:
         return self.engine.model_fingerprint
 
