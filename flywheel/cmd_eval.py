@@ -26,20 +26,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--out", type=Path, default=None, help="manifest path (default: the reports folder)")
     add_storage_args(r)
     r.set_defaults(func=run_recurrence)
-    try:
-        from galahad.flywheel.cmd_eval_transfer import add_transfer_parser
-    except ModuleNotFoundError as exc:
-        if exc.name != "galahad.flywheel.cmd_eval_transfer":
-            raise
-    else:
-        add_transfer_parser(ev)
-    try:
-        from galahad.flywheel.cmd_eval_context import add_context_parser
-    except ModuleNotFoundError as exc:
-        if exc.name != "galahad.flywheel.cmd_eval_context":
-            raise
-    else:
-        add_context_parser(ev)
+    from galahad.flywheel.cmd_eval_context import add_context_parser
+    from galahad.flywheel.cmd_eval_transfer import add_transfer_parser
+
+    add_transfer_parser(ev)
+    add_context_parser(ev)
 
     rp = sub.add_parser("replay", help="re-run a manifest's records and compare output hashes")
     rp.add_argument("manifest", type=Path)
@@ -93,8 +84,9 @@ def run_recurrence(args: argparse.Namespace) -> int:
     cfg = eval_recurrence.RecurrenceConfig(k=args.k, max_tokens=args.max_tokens, seed=args.seed, limit=args.limit)
     with catalog, Verifier() as verifier:
         engine = engine_for(args.model, paths)
-        with progress_bar(len(eval_recurrence.candidates(catalog, cfg.limit)), "recurrence") as tick:
-            records = eval_recurrence.run(engine, catalog, store, verifier, cfg, EnergyMeter(), tick)
+        problems = eval_recurrence.candidates(catalog, cfg.limit)
+        with progress_bar(len(problems), "recurrence") as tick:
+            records = eval_recurrence.run(engine, catalog, store, verifier, cfg, EnergyMeter(), tick, problems)
     if not records:
         raise GalahadError("no verified problem with a deposited artifact in the catalog: run `galahad run` first")
     scores = eval_recurrence.score(records, asdict(cfg))
@@ -122,12 +114,11 @@ def print_recurrence(s: dict, path: Path) -> None:
 
 
 def run_rescore(args: argparse.Namespace) -> int:
-    from galahad.flywheel import eval_recurrence  # noqa: F401  (registers its scorer)
+    from galahad.flywheel import eval_recurrence, eval_transfer  # noqa: F401  (they register their scorers)
     from galahad.flywheel.evidence import read_manifest
     from galahad.flywheel.replay import rescore
     from galahad.verifier.verifier import Verifier
 
-    _import_scorers()
     manifest = read_manifest(args.manifest)
     with Verifier() as verifier:
         result = rescore(manifest, verifier)
@@ -150,17 +141,6 @@ def run_replay(args: argparse.Namespace) -> int:
     result = replay(manifest, engine, store)
     _report(args, result, f"replay {manifest['kind']}: {result['checked']} records re-run")
     return 0 if result["ok"] else 1
-
-
-def _import_scorers() -> None:
-    import importlib
-
-    for name in ("eval_transfer", "eval_context"):
-        try:
-            importlib.import_module(f"galahad.flywheel.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"galahad.flywheel.{name}":
-                raise
 
 
 def _report(args, result: dict, headline: str) -> None:

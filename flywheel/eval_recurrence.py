@@ -36,9 +36,10 @@ def candidates(catalog, limit: int | None) -> list[dict]:
     return out[:limit] if limit else out
 
 
-def run(engine, catalog, store, verifier, cfg: RecurrenceConfig, meter=None, progress=None) -> list[dict]:
+def run(engine, catalog, store, verifier, cfg: RecurrenceConfig, meter=None, progress=None,
+        problems: list[dict] | None = None) -> list[dict]:
     records = []
-    for p in candidates(catalog, cfg.limit):
+    for p in problems if problems is not None else candidates(catalog, cfg.limit):
         for i in range(cfg.k):
             spec = Spec(p["id"], "base", p["text"], p["answer"], "few-shot", None, cfg.temperature,
                         sample_seed(cfg.seed, p["id"], i), cfg.max_tokens, i)

@@ -19,10 +19,6 @@ def library_name(problem: dict) -> str:
     return f"topic:{problem.get('topic') or 'general'}"
 
 
-def topic_library(problem: dict) -> str:
-    return f"topic:{problem.get('topic') or 'general'}"
-
-
 def load_chain(store: BlobStore, tail_id: str, max_len: int = 100_000) -> list[Artifact]:
     """Walk parents from the tail to the root; every blob is hash-checked as it is read."""
     chain: list[Artifact] = []

@@ -40,9 +40,6 @@ def pinned_env(runtime: RuntimeConfig) -> dict:
 class _Located:
     """Mixed into the actors: where they run (tests check placement across nodes)."""
 
-    def node_ip(self) -> str:
-        return ray.util.get_node_ip_address()
-
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
 

@@ -8,7 +8,7 @@ is always computed by the same sequence of kernel calls.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from transformers import DynamicCache
@@ -25,7 +25,6 @@ class Decoded:
     seconds: float
     cpu_seconds: float
     stopped: bool  # hit EOS/stop rather than the token budget
-    logits_sha: list[str] = field(default_factory=list)
 
 
 class Engine:

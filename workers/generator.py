@@ -80,7 +80,7 @@ class Generator:
                 tokens=len(out.token_ids), seconds=m.seconds + (share.seconds if share else 0.0),
                 cpu_seconds=m.cpu_seconds + (share.cpu_seconds if share else 0.0),
                 energy_joules=None if m.energy_joules is None else m.energy_joules + (
-                    share.energy_joules or 0.0 if share else 0.0),
+                    (share.energy_joules or 0.0) if share else 0.0),
                 sampling={**asdict(cfg), "sample": i, "sample_seed": seed, "prompt": "few-shot-v1"},
             ))
         return results
