@@ -25,9 +25,9 @@ from pathlib import Path
 
 from sqlalchemy import insert
 
+from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.catalog import Catalog, now, problem_hash
-from galahad.flywheel.models import TABLES
-from galahad.flywheel.store import LocalStore
+from galahad.flywheel.catalog.schema import TABLES
 
 BATCH = 20_000
 
@@ -84,7 +84,7 @@ def lookups(cat: Catalog, n_rows: int, samples: int, rng: random.Random) -> dict
 def deposits(url: str, root: Path, n: int, label: str) -> dict[str, float]:
     import torch
 
-    from galahad.flywheel.artifact import ArtifactMeta, encode
+    from galahad.flywheel.artifacts.format import ArtifactMeta, encode
 
     blobs = []
     for i in range(2 * n):  # 18 layers x 1 head x 16 tokens x 8: a small but real artifact (~19 KB)

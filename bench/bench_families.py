@@ -18,10 +18,11 @@ from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
 
 pin_process_env(DEFAULT_RUNTIME)
 
-from galahad.flywheel import families  # noqa: E402
 from galahad.flywheel.config import Paths  # noqa: E402
+from galahad.flywheel.problems import families  # noqa: E402
 from galahad.verifier.verifier import Verifier  # noqa: E402
-from galahad.workers.generator import Generator, SamplingConfig  # noqa: E402
+from galahad.workers.generator import Generator  # noqa: E402
+from galahad.workers.sampling import SamplingConfig  # noqa: E402
 
 
 def main() -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 def one(generators: int, args, env) -> dict:
     data = Path(tempfile.mkdtemp(prefix=f"bench-flywheel-{generators}-"))
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "galahad.flywheel.cli", "--data", str(data), "run",
+    proc = subprocess.run([sys.executable, "-m", "galahad.flywheel.cli.main", "--data", str(data), "run",
                            "--model", args.model, "--families", args.families, "--per-family", "24",
                            "--limit", str(args.limit), "--k", str(args.k), "--generators", str(generators),
                            "--no-progress", "--json"], capture_output=True, text=True, env=env)

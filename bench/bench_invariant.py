@@ -32,7 +32,7 @@ pin_process_env()
 import torch  # noqa: E402
 
 from galahad.workers.engine import Engine  # noqa: E402
-from galahad.workers.models import load_model  # noqa: E402
+from galahad.workers.model_loader import load_model  # noqa: E402
 
 Sample = tuple[float, float]  # (wall seconds, CPU seconds)
 

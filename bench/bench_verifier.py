@@ -17,7 +17,7 @@ import statistics
 import time
 from pathlib import Path
 
-from galahad.flywheel import families
+from galahad.flywheel.problems import families
 from galahad.verifier.verifier import VERSION, Verifier, VerifierConfig
 
 PAIRS = Path(__file__).resolve().parents[1] / "tests" / "data" / "verifier_pairs.jsonl"

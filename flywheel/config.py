@@ -1,10 +1,17 @@
-"""The one place where Galahad's defaults live, and the data-dir layout derived from them."""
+"""Galahad's top-level defaults (model, data dir, env names), the data-dir layout, and the run's configs.
+
+Each concern's defaults live in one frozen dataclass: `SeedConfig` and `WorkerConfig` here,
+`SamplingConfig` (workers/sampling.py), `LoopConfig` (learn/loop.py), `RetrievalPolicy` (memory/policy.py),
+`RecurrenceConfig` and `TransferConfig` (evals/). The CLI reads its defaults from them.
+"""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from galahad.flywheel.problems.families import DEFAULT_FAMILIES
 
 DEFAULT_MODEL = "gemma3-270m"
 DEFAULT_DATA = "~/.galahad"
@@ -50,3 +57,20 @@ class Paths:
         for p in (self.root, self.store, self.models, self.reports):
             p.mkdir(parents=True, exist_ok=True)
         return self
+
+
+@dataclass(frozen=True)
+class SeedConfig:
+    """What `galahad run` puts in the work queue when no problem file is given."""
+
+    families: tuple[str, ...] = DEFAULT_FAMILIES
+    per_family: int = 24
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """How many generator actors, and how long a library chain may grow before a new one starts."""
+
+    generators: int = 1
+    chain_max_tokens: int = 4096

@@ -12,3 +12,7 @@ class GalahadError(Exception):
 
 class IntegrityError(GalahadError):
     """Bytes do not match their hash, or fingerprints do not match: refused, never used."""
+
+
+class ChainConflict(GalahadError):
+    """An artifact does not extend its library's current tail (another job appended first): redo it."""

@@ -1,8 +1,8 @@
 """Alembic environment for the catalog: runs on the caller's connection (start-up upgrade) or on a URL.
 
-Galahad applies migrations itself (`galahad.flywheel.db.upgrade`), passing its open connection in
+Galahad applies migrations itself (`galahad.flywheel.catalog.db.upgrade`), passing its open connection in
 `config.attributes["connection"]`, so no alembic.ini is needed. For maintainers, a new revision:
-    python -c "from galahad.flywheel.db import alembic_config as c; from alembic import command; \
+    python -c "from galahad.flywheel.catalog.db import alembic_config as c; from alembic import command; \
                command.revision(c('sqlite:////tmp/x.sqlite3'), 'message', autogenerate=True)"
 (after upgrading that database to head), then review the generated file by hand.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
-from galahad.flywheel.models import Base
+from galahad.flywheel.catalog.schema import Base
 
 config = context.config
 target_metadata = Base.metadata
@@ -34,11 +34,11 @@ def run_online() -> None:
     if connection is not None:
         _run_on(connection)
         return
-    from galahad.flywheel.db import make_engine, write_transaction
+    from sqlalchemy import create_engine  # run standalone: Galahad itself always passes its connection
 
-    engine = make_engine(config.get_main_option("sqlalchemy.url"))
+    engine = create_engine(config.get_main_option("sqlalchemy.url"))
     try:
-        with write_transaction(engine) as conn:
+        with engine.begin() as conn:
             _run_on(conn)
     finally:
         engine.dispose()

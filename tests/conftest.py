@@ -5,9 +5,13 @@ server (a fresh, uniquely named database, dropped afterwards). PostgreSQL being 
 it is never skipped (`.ci/run` starts the server). `make_catalog_url(backend)` makes more fresh databases.
 """
 
+import sys
+from pathlib import Path
+
 from galahad.workers.runtime import pin_process_env
 
 pin_process_env()
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # test infrastructure (netns_cluster) lives here
 
 import os  # noqa: E402
 import uuid  # noqa: E402
@@ -24,8 +28,6 @@ MODEL_CACHE_DEFAULT = "~/.cache/galahad-models"
 @pytest.fixture(scope="session")
 def model_cache():
     """Converted model snapshots are data-independent and expensive (gemma: ~1 min): share them."""
-    from pathlib import Path
-
     path = Path(os.environ.get("GALAHAD_MODEL_CACHE", MODEL_CACHE_DEFAULT)).expanduser()
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -76,11 +78,11 @@ def backend(catalog_url: str) -> str:
     return "sqlite" if catalog_url.startswith("sqlite") else "postgresql"
 
 
-# --- netns Ray cluster (two real nodes in network namespaces; see galahad.workers.netns_cluster) ---
+# --- netns Ray cluster (two real nodes in network namespaces; see netns_cluster) ---
 @pytest.fixture(scope="session")
 def netns_ray_cluster():
     """A started 2-node Ray cluster (head 10.213.7.1, worker 10.213.7.2); skips where netns is unusable."""
-    from galahad.workers.netns_cluster import NetnsRayCluster, available
+    from netns_cluster import NetnsRayCluster, available
 
     ok, why = available()
     if not ok:

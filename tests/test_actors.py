@@ -9,8 +9,9 @@ import ray
 
 from galahad.flywheel.catalog import problem_hash
 from galahad.workers.actors import placement, start_generator
-from galahad.workers.generator import Generator, SamplingConfig
+from galahad.workers.generator import Generator
 from galahad.workers.runtime import DEFAULT_RUNTIME
+from galahad.workers.sampling import SamplingConfig
 
 RT = DEFAULT_RUNTIME.with_(threads=1)
 

@@ -6,13 +6,13 @@ import sys
 import pytest
 import torch
 
-from galahad.flywheel.artifact import ArtifactMeta, check_compatible, decode, encode, read_meta
+from galahad.flywheel.artifacts.format import ArtifactMeta, check_compatible, decode, encode, read_meta
+from galahad.flywheel.artifacts.store import LocalStore, sha256_hex
 from galahad.flywheel.errors import GalahadError, IntegrityError
-from galahad.flywheel.store import LocalStore, sha256_hex
 
 MAKE = """
 import sys, torch
-from galahad.flywheel.artifact import ArtifactMeta, encode
+from galahad.flywheel.artifacts.format import ArtifactMeta, encode
 g = torch.Generator().manual_seed(7)
 m = ArtifactMeta((5, 6, 7), 0, None, 'a' * 64, 'b' * 64, ('full', 'sliding:4'), 'float32', extra={'z': 1, 'a': [2]})
 ks = [torch.randn(1, 1, 3, 8, generator=g) for _ in range(2)]

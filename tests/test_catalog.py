@@ -13,11 +13,11 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Column, Integer, MetaData, inspect, text
 
+from galahad.flywheel.artifacts.store import LocalStore, sha256_hex
 from galahad.flywheel.catalog import Catalog, problem_hash
-from galahad.flywheel.db import alembic_config
+from galahad.flywheel.catalog.db import alembic_config
+from galahad.flywheel.catalog.schema import NAMING_CONVENTION, Base
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.models import NAMING_CONVENTION, Base
-from galahad.flywheel.store import LocalStore, sha256_hex
 
 sys.path.insert(0, str(Path(__file__).parent))
 import test_catalog_workers as W  # noqa: E402

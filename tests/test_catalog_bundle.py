@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from galahad.flywheel.bundle import export_bundle, import_bundle
+from galahad.flywheel.artifacts.store import LocalStore, sha256_hex
 from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.catalog.bundle import export_bundle, import_bundle
+from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.models import TABLES
-from galahad.flywheel.store import LocalStore, sha256_hex
 
 sys.path.insert(0, str(Path(__file__).parent))
 import test_catalog_workers as W  # noqa: E402

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.catalog import Catalog
-from galahad.flywheel.cli import main
-from galahad.flywheel.store import LocalStore
+from galahad.flywheel.cli.main import main
 
 sys.path.insert(0, str(Path(__file__).parent))
 import test_catalog_workers as W  # noqa: E402

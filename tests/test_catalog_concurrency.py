@@ -16,9 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from galahad.flywheel.artifacts.store import LocalStore, sha256_hex
 from galahad.flywheel.catalog import Catalog
-from galahad.flywheel.fsck import fsck, gc
-from galahad.flywheel.store import LocalStore, sha256_hex
+from galahad.flywheel.catalog.fsck import fsck, gc
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -32,7 +32,7 @@ def fresh_processes():
     forked from a server that has imported torch and the catalog once: eight cold torch imports on two
     busy cores would take most of the test's time."""
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["test_catalog_workers", "galahad.flywheel.catalog", "galahad.flywheel.artifact"])
+    ctx.set_forkserver_preload(["test_catalog_workers", "galahad.flywheel.catalog", "galahad.flywheel.artifacts.format"])
     return ctx
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from galahad.flywheel.artifacts.store import LocalStore, sha256_hex
 from galahad.flywheel.catalog import Catalog
-from galahad.flywheel.fsck import fsck, gc
-from galahad.flywheel.store import LocalStore, sha256_hex
+from galahad.flywheel.catalog.fsck import fsck, gc
 
 sys.path.insert(0, str(Path(__file__).parent))
 import test_catalog_workers as W  # noqa: E402

@@ -23,7 +23,7 @@ def make_artifact(parent: str | None = None, start: int = 0, n_tokens: int = 4, 
     """A valid KV artifact: `layers` layers of [1, 1, n_tokens, 8] random float32 keys/values."""
     import torch
 
-    from galahad.flywheel.artifact import ArtifactMeta, encode
+    from galahad.flywheel.artifacts.format import ArtifactMeta, encode
 
     g = torch.Generator().manual_seed(seed)
     meta = ArtifactMeta(
@@ -74,12 +74,12 @@ def populate(cat, store) -> dict:
 def deposit_worker(url: str, store_root: str, blob_file: str, start, results) -> None:
     """Open the catalog (racing the others' migrations), wait for the start signal, deposit every blob."""
     try:
+        from galahad.flywheel.artifacts.store import LocalStore
         from galahad.flywheel.catalog import Catalog
-        from galahad.flywheel.store import LocalStore
 
         with open(blob_file, "rb") as f:
             blobs = pickle.load(f)
-        import galahad.flywheel.artifact  # noqa: F401  (torch import before the start line, not during)
+        import galahad.flywheel.artifacts.format  # noqa: F401  (torch import before the start line, not during)
 
         cat = Catalog(url)
         store = LocalStore(store_root)
@@ -109,9 +109,9 @@ def claim_worker(url: str, worker_id: str, start, results) -> None:
 
 def crash_trials(url: str, store_root: str, blob_file: str, trials: int, seed: int) -> int:
     """Fork a depositor per trial and SIGKILL it at a random point; print how many were killed mid-run."""
-    import galahad.flywheel.artifact  # noqa: F401  (import torch once here, not in each child)
+    import galahad.flywheel.artifacts.format  # noqa: F401  (import torch once here, not in each child)
+    from galahad.flywheel.artifacts.store import LocalStore
     from galahad.flywheel.catalog import Catalog
-    from galahad.flywheel.store import LocalStore
 
     Catalog(url).close()  # loads the database driver once here too; closed, so no connection is inherited
 

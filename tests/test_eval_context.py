@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.catalog import Catalog
-from galahad.flywheel.cmd_eval_context import add_context_parser
+from galahad.flywheel.cli.cmd_eval_context import add_context_parser
 from galahad.flywheel.config import Paths
-from galahad.flywheel.eval_context import FLAT_FRACTION, LIBRARY_PREFIX, catalog_tokens, flatness
-from galahad.flywheel.evidence import read_manifest, seal
-from galahad.flywheel.store import LocalStore
+from galahad.flywheel.evals.context import FLAT_FRACTION, LIBRARY_PREFIX, catalog_tokens, flatness
+from galahad.flywheel.evals.evidence import read_manifest, seal
 from galahad.workers.engine import Engine
-from galahad.workers.models import load_model
+from galahad.workers.model_loader import load_model
 from galahad.workers.runtime import DEFAULT_RUNTIME
 
 GROW = 40_000

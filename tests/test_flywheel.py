@@ -15,7 +15,7 @@ import pytest
 
 from galahad.flywheel.catalog import Catalog
 
-GALAHAD = [sys.executable, "-m", "galahad.flywheel.cli"]
+GALAHAD = [sys.executable, "-m", "galahad.flywheel.cli.main"]
 RUN = ["run", "--families", "add1,lin1", "--per-family", "10", "--k", "8", "--no-progress"]
 
 

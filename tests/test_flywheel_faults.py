@@ -12,10 +12,10 @@ import pytest
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.catalog import problem_hash as phash
 from galahad.flywheel.errors import GalahadError
-from galahad.workers.depositor import Depositor
+from galahad.flywheel.learn.deposit import LocalDepositor as Depositor
 from galahad.workers.runtime import DEFAULT_RUNTIME
 
-GALAHAD = [sys.executable, "-m", "galahad.flywheel.cli"]
+GALAHAD = [sys.executable, "-m", "galahad.flywheel.cli.main"]
 
 
 def galahad(data: Path, *args, env=None, timeout=600):

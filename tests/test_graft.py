@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from galahad.flywheel.artifact import decode
-from galahad.flywheel.cli import main
+from galahad.flywheel.artifacts.format import decode
+from galahad.flywheel.cli.main import main
 from galahad.flywheel.errors import GalahadError, IntegrityError
 from galahad.workers.engine import Engine
 from galahad.workers.graft import deposit_span, restore
-from galahad.workers.models import load_model
+from galahad.workers.model_loader import load_model
 from galahad.workers.runtime import DEFAULT_RUNTIME
 
 RT = DEFAULT_RUNTIME.with_(prefill_chunk=8)
@@ -99,7 +99,7 @@ def test_other_runtime_or_model_is_refused(engine, model_cache):
     changed = load_model("tiny", model_cache, RT)
     with torch.no_grad():
         changed.model.lm_head.weight[0, 0] += 1.0
-    from galahad.workers.models import model_fingerprint
+    from galahad.workers.model_loader import model_fingerprint
 
     changed.fingerprint = model_fingerprint(changed.model, changed.tokenizer)
     with pytest.raises(IntegrityError, match="model fingerprint mismatch"):

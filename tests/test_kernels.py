@@ -270,7 +270,7 @@ def test_invariant_mode_in_fingerprint():
 @pytest.fixture(scope="module")
 def tiny_engine(model_cache):
     from galahad.workers.engine import Engine
-    from galahad.workers.models import load_model
+    from galahad.workers.model_loader import load_model
 
     return Engine(load_model("tiny", model_cache, RT), RT)
 
@@ -302,7 +302,7 @@ def test_tiny_chunked_equals_monolithic_equals_token_by_token(tiny_engine, p, q,
 def test_gemma_chunked_equals_monolithic_equals_token_by_token(model_cache):
     """Past the 512-token sliding window on the real model (a few minutes on 2 busy cores)."""
     from galahad.workers.engine import Engine
-    from galahad.workers.models import load_model
+    from galahad.workers.model_loader import load_model
 
     rt = RT.with_(prefill_chunk=256)
     engine = Engine(load_model("gemma3-270m", model_cache, rt), rt)

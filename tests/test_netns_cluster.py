@@ -1,4 +1,4 @@
-"""Tests for the two-namespace Ray cluster harness (`galahad.workers.netns_cluster`).
+"""Tests for the two-namespace Ray cluster harness (`netns_cluster`).
 
 Proves the cluster is real (two raylets, two addresses, actors pinned to each), that no socket in it
 touches anything but loopback or the namespace addresses, that a driver pointed at an unreachable
@@ -16,8 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from galahad.workers.netns_cluster import (
+from netns_cluster import (
     FAST_FAIL_ENV,
     HEAD_RESOURCE,
     WORKER_RESOURCE,

@@ -11,11 +11,11 @@ import sys
 
 import pytest
 
-from galahad.flywheel import families
-from galahad.flywheel.cli import main
+from galahad.flywheel.cli.main import main
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.problems import Problem, dump_jsonl, load_jsonl, problem_hash, splits
-from galahad.flywheel.sources import SOURCES, load_source
+from galahad.flywheel.problems import families
+from galahad.flywheel.problems.records import Problem, dump_jsonl, load_jsonl, problem_hash, splits
+from galahad.flywheel.problems.sources import SOURCES, load_source
 from galahad.verifier.normalize import clean, parse_number
 
 GOOD = {"id": "p1", "problem": "What is 2 + 2?", "answer": "4", "topic": "addition", "template": "add/t0",
@@ -183,7 +183,7 @@ def test_cli(tmp_path, capsys):
 
 def test_sampling_is_stable_when_the_set_grows():
     base = families.generate("add2", 400, seed=0)
-    from galahad.flywheel.sources import sample
+    from galahad.flywheel.problems.sources import sample
 
     small = sample(base[:300], 50, seed=5)
     big = sample(base, 50, seed=5)

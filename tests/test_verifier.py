@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from galahad.flywheel.cli import main
+from galahad.flywheel.cli.main import main
 from galahad.verifier.extract import extract_answer, extract_gold, last_boxed
 from galahad.verifier.guard import Limits, precheck
 from galahad.verifier.normalize import parse_number, split_unit

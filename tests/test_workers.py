@@ -4,14 +4,16 @@ import hashlib
 
 import pytest
 
-from galahad.flywheel import prompts
+from galahad.flywheel.artifacts.chain import load_chain
+from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.catalog import problem_hash
-from galahad.flywheel.memory import library_name, load_chain
-from galahad.flywheel.store import LocalStore
-from galahad.workers.depositor import Depositor
-from galahad.workers.generator import Generator, SamplingConfig
+from galahad.flywheel.learn.deposit import LocalDepositor as Depositor
+from galahad.flywheel.memory.libraries import library_name
+from galahad.flywheel.problems import prompts
+from galahad.workers.generator import Generator
 from galahad.workers.graft import restore
 from galahad.workers.runtime import DEFAULT_RUNTIME
+from galahad.workers.sampling import SamplingConfig
 
 
 def _problem(text, answer="7", template="t-add", topic="arith"):

@@ -63,8 +63,8 @@ def start_generator(cluster_gpus: float, model: str, model_cache: str, runtime: 
         model, model_cache, runtime)
 
 
-def start_depositor(cluster_gpus: float, model: str, model_cache: str, runtime: RuntimeConfig, catalog_url: str,
-                    store_path: str, chain_max_tokens: int | None):
+def start_depositor(cluster_gpus: float, model: str, model_cache: str, runtime: RuntimeConfig, store_path: str,
+                    chain_max_tokens: int | None):
     p = placement(cluster_gpus, "depositor")
     return DepositorActor.options(num_cpus=p.num_cpus, num_gpus=p.num_gpus, runtime_env=pinned_env(runtime)).remote(
-        model, model_cache, runtime, catalog_url, store_path, chain_max_tokens)
+        model, model_cache, runtime, store_path, chain_max_tokens)

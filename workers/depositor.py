@@ -1,85 +1,70 @@
-"""The depositor: prefill an accepted solution after its library's tail and deposit the KV artifact.
+"""The depositor: prefill a solution segment after a chain's tail and encode the span's KV artifact.
 
-Plain class (the Ray actor wraps it). It keeps the live cache of each library's tail so consecutive
-deposits into one library cost one segment prefill, not a chain restore; when the catalog's tail is not
-the one it holds (another depositor appended, or a restart), it restores the chain from the store,
-which is exact at own positions. One depositor per library keeps chains linear.
+Plain class (the Ray actor wraps it). It knows nothing of libraries or the catalog: it is handed the
+segment text and the tail to extend (`{"id", "token_end"}`, or None for a new chain), and returns the
+artifact's bytes; choosing the tail and committing the row is the catalog's job
+(`flywheel/learn/deposit.py`). It keeps the live caches of the tails it produced last, so consecutive
+deposits into one chain cost one segment prefill, not a chain restore; any other tail is restored from
+the store, which is exact at own positions.
 """
 
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
 from transformers import DynamicCache
 
-from galahad.flywheel import prompts
-from galahad.flywheel.catalog import Catalog
-from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.memory import library_name, load_chain
-from galahad.flywheel.store import LocalStore
+from galahad.flywheel.artifacts.chain import load_chain
+from galahad.flywheel.artifacts.store import LocalStore
 from galahad.workers.engine import Engine
 from galahad.workers.graft import deposit_span, restore
-from galahad.workers.models import load_model
+from galahad.workers.model_loader import load_model
 from galahad.workers.runtime import RuntimeConfig
 
 
 @dataclass(frozen=True)
-class Deposited:
+class Span:
+    """A prefilled segment, ready to be committed: its artifact id and bytes, and where it sits."""
+
     artifact_id: str
-    library: str
-    chain_index: int
-    position: int
+    data: bytes
+    parent: str | None
     start: int
     tokens: int
 
 
 class Depositor:
     def __init__(
-        self, model: str, model_cache: str | os.PathLike, runtime: RuntimeConfig, catalog_url: str,
-        store_path: str | os.PathLike, chain_max_tokens: int | None = None,
+        self, model: str, model_cache: str | os.PathLike, runtime: RuntimeConfig, store_path: str | os.PathLike,
+        chain_max_tokens: int | None = None, live_caches: int = 8,
     ):
         self.engine = Engine(load_model(model, Path(model_cache), runtime), runtime)
-        self.catalog = Catalog(catalog_url)
         self.store = LocalStore(store_path)
         window = self.engine.loaded.context_window
         self.chain_max_tokens = min(chain_max_tokens or window, window)
-        self._live: dict[str, tuple[str, DynamicCache]] = {}
+        self.live_caches = live_caches
+        self._live: OrderedDict[str, DynamicCache] = OrderedDict()
 
     @property
     def fingerprints(self) -> tuple[str, str]:
         return self.engine.model_fingerprint, self.engine.runtime_fingerprint
 
-    def deposit(self, problem: dict, answer: str, verification_id: str, attempts: int = 3) -> Deposited:
-        """Deposit after the library's current tail. Another depositor may append first (jobs sharing a
-        catalog): the catalog then refuses ours atomically, and we redo it after the new tail."""
-        for attempt in range(attempts):
-            try:
-                return self._deposit_once(problem, answer, verification_id)
-            except GalahadError as exc:
-                if "does not extend library" not in str(exc) or attempt == attempts - 1:
-                    raise
-        raise AssertionError("unreachable")
-
-    def _deposit_once(self, problem: dict, answer: str, verification_id: str) -> Deposited:
-        lib = library_name(problem)
-        self.catalog.ensure_library(lib, topic=problem.get("topic"), template=problem.get("template"))
-        segment = prompts.solution_segment(problem["text"], answer)
-        tail = self.catalog.library_tail(lib)
+    def deposit(self, segment: str, tail: dict | None, extra: dict | None = None) -> Span:
+        """Prefill `segment` after `tail`; a new chain (root) when there is no tail or the segment would
+        take the chain past `chain_max_tokens`."""
         ids = self.engine.encode(segment, bos=False)
-        new_chain = tail is None or tail["token_end"] + len(ids) > self.chain_max_tokens
-        if new_chain:
+        if tail is None or tail["token_end"] + len(ids) > self.chain_max_tokens:
             ids = self.engine.encode(segment, bos=True)
             start, parent, cache = 0, None, self.engine.new_cache()
         else:
-            start, parent = tail["token_end"], tail["id"]
-            live = self._live.pop(lib, None)  # taken, not borrowed: a failed prefill must not leave it live
-            cache = live[1] if live and live[0] == parent else restore(self.engine, load_chain(self.store, parent))
-        extra = {"problem_id": problem["id"], "library": lib, "verification_id": verification_id}
+            start, parent = int(tail["token_end"]), tail["id"]
+            live = self._live.pop(parent, None)  # taken, not borrowed: a failed prefill must not leave it live
+            cache = live if live is not None else restore(self.engine, load_chain(self.store, parent))
         art_id, data = deposit_span(self.engine, cache, ids, start, parent, extra)
-        self.catalog.deposit(self.store, data, verification_id=verification_id, library=lib,
-                             new_chain=new_chain and tail is not None)
-        self._live[lib] = (art_id, cache)
-        placed = self.catalog.library_tail(lib)
-        return Deposited(art_id, lib, placed["chain_index"], placed["position"], start, len(ids))
+        self._live[art_id] = cache
+        while len(self._live) > self.live_caches:
+            self._live.popitem(last=False)
+        return Span(art_id, data, parent, start, len(ids))

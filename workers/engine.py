@@ -14,7 +14,7 @@ import torch
 from transformers import DynamicCache
 
 from galahad.kernels.modes import get_mode
-from galahad.workers.models import LoadedModel
+from galahad.workers.model_loader import LoadedModel
 from galahad.workers.runtime import RuntimeConfig, deterministic, runtime_fingerprint
 
 

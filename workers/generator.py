@@ -2,49 +2,23 @@
 
 Plain class (the Ray actor in `workers/actors.py` only wraps it). The prompt is prefilled once per
 problem and the cache copied for each sample, so k attempts cost one prefill plus k short decodes.
-Seeds derive from (run seed, problem id, sample index): a rerun samples the same attempts.
+Seeds derive from (run seed, problem id, sample index) (`workers/sampling.py`): a rerun samples the
+same attempts.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-from galahad.flywheel import prompts
+from galahad.flywheel.problems import prompts
 from galahad.workers.engine import Engine
-from galahad.workers.models import load_model
+from galahad.workers.model_loader import load_model
 from galahad.workers.runtime import RuntimeConfig
+from galahad.workers.sampling import AttemptResult, SamplingConfig, sample_seed
 from galahad.workers.telemetry import EnergyMeter, Stopwatch
-
-
-@dataclass(frozen=True)
-class SamplingConfig:
-    k: int = 8
-    max_tokens: int = 12
-    temperature: float = 1.0
-    seed: int = 0
-
-
-@dataclass(frozen=True)
-class AttemptResult:
-    problem_id: str
-    sample: int
-    seed: int
-    output_text: str
-    answer: str
-    tokens: int
-    seconds: float
-    cpu_seconds: float
-    energy_joules: float | None
-    sampling: dict
-
-
-def sample_seed(run_seed: int, problem_id: str, index: int) -> int:
-    digest = hashlib.sha256(f"{run_seed}:{problem_id}:{index}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
 class Generator:

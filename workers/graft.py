@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
-from galahad.flywheel.artifact import Artifact, ArtifactMeta, check_compatible, encode
+from galahad.flywheel.artifacts.format import Artifact, ArtifactMeta, check_compatible, encode
 from galahad.flywheel.errors import GalahadError
 from galahad.kernels.rope import RopeKernel
 from galahad.workers.engine import Engine

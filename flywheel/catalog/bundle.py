@@ -1,0 +1,294 @@
+"""Bundles: move artifacts and their catalog rows to another machine, byte-identically.
+
+A bundle is one uncompressed tar file (USTAR, fixed mtimes/owners, sorted members, so the same content
+always makes the same bundle bytes):
+    MANIFEST.sha256        SHA-256 of manifest.json
+    manifest.json          {"format", "tables": {table: [rows]}, "blobs": {id: size}}
+    blobs/<sha256>         each artifact's bytes
+The rows are the artifacts, their ancestors, their provenance (verification, attempt, problem, run) and
+library entries. Every id is content-derived or a UUID, so rows keep their ids on any catalog; only an
+artifact's `location` (which store holds it) is machine-local and is rewritten on import.
+
+Import validates everything before writing anything: member names (no traversal, no links), every blob's
+hash and size, every artifact header against its row (span, tokens, fingerprints), references, and
+conflicts with the target catalog. Only then are blobs put (durable) and the rows committed in one
+transaction.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import tarfile
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import DateTime, select
+
+from galahad.flywheel.artifacts.store import BlobStore, sha256_hex
+from galahad.flywheel.catalog import PUT_THREADS, Catalog, store_location
+from galahad.flywheel.catalog.fsck import header_columns, row_mismatch
+from galahad.flywheel.catalog.schema import TABLES
+from galahad.flywheel.errors import GalahadError, IntegrityError
+
+FORMAT = "galahad-bundle/1"
+ORDER = ("problems", "runs", "attempts", "verifications", "artifacts", "libraries", "library_entries")
+LOCAL_COLUMNS = {"artifacts": {"location"}}
+_BLOB = re.compile(r"^blobs/([0-9a-f]{64})$")
+_HEX = {"problems": 64, "artifacts": 64, "runs": 32, "attempts": 32, "verifications": 32}
+MAX_MANIFEST = 1 << 30
+PUT_BATCH_BYTES = 256 << 20  # bytes held in memory per batch of parallel puts
+
+
+def _columns(table: str) -> list[str]:
+    return [c.name for c in TABLES[table].c if c.name not in LOCAL_COLUMNS.get(table, set())]
+
+
+def _to_json(table: str, row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (row[k].isoformat() if isinstance(row[k], datetime) else row[k]) for k in _columns(table)}
+
+
+def _from_json(table: str, row: Any) -> dict[str, Any]:
+    cols = _columns(table)
+    if not isinstance(row, dict) or sorted(row) != sorted(cols):
+        raise GalahadError(f"malformed bundle: a {table} row does not have the expected columns")
+    out = dict(row)
+    for c in TABLES[table].c:
+        if c.name in out and isinstance(c.type, DateTime) and out[c.name] is not None:
+            try:
+                out[c.name] = datetime.fromisoformat(out[c.name])
+            except (TypeError, ValueError) as exc:
+                raise GalahadError(f"malformed bundle: bad time in {table}.{c.name}") from exc
+    n = _HEX.get(table)
+    if n and not (isinstance(out["id"], str) and re.fullmatch(f"[0-9a-f]{{{n}}}", out["id"])):
+        raise GalahadError(f"malformed bundle: bad id in {table}: {str(out['id'])[:80]!r}")
+    return out
+
+
+def _select_rows(catalog: Catalog, library: str | None) -> dict[str, list[dict[str, Any]]]:
+    T = TABLES
+    with catalog.engine.connect() as conn:
+        def rows(table, cond=None):
+            stmt = select(T[table]) if cond is None else select(T[table]).where(cond)
+            return [dict(r._mapping) for r in conn.execute(stmt)]
+
+        if library is None:
+            arts = rows("artifacts")
+            entries = rows("library_entries")
+        else:
+            entries = rows("library_entries", T["library_entries"].c.library == library)
+            if not entries:
+                raise GalahadError(f"unknown or empty library {library!r}")
+            by_id = {a["id"]: a for a in rows("artifacts", T["artifacts"].c.id.in_({e["artifact_id"] for e in entries}))}
+            todo = [a["parent_id"] for a in by_id.values() if a["parent_id"]]
+            while todo:  # ancestors: a chain is only usable with its prefix
+                pid = todo.pop()
+                if pid not in by_id:
+                    (p,) = rows("artifacts", T["artifacts"].c.id == pid)
+                    by_id[pid] = p
+                    if p["parent_id"]:
+                        todo.append(p["parent_id"])
+            arts = list(by_id.values())
+        vers = rows("verifications", T["verifications"].c.id.in_({a["verification_id"] for a in arts} - {None}))
+        atts = rows("attempts", T["attempts"].c.id.in_({v["attempt_id"] for v in vers}))
+        out = {
+            "problems": rows("problems", T["problems"].c.id.in_({a["problem_id"] for a in atts})),
+            "runs": rows("runs", T["runs"].c.id.in_({a["run_id"] for a in atts} - {None})),
+            "attempts": atts, "verifications": vers, "artifacts": arts,
+            "libraries": rows("libraries", T["libraries"].c.name.in_({e["library"] for e in entries})),
+            "library_entries": entries,
+        }
+    return out
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = len(data), 0, 0o644
+    tar.addfile(info, io.BytesIO(data))
+
+
+def export_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, library: str | None = None,
+                  overwrite: bool = False) -> dict[str, Any]:
+    """Write a bundle of every artifact (or one library's, with ancestors) and its rows; atomic."""
+    target = Path(path)
+    if target.exists() and not overwrite:
+        raise GalahadError(f"{target} already exists (refusing to overwrite)")
+    if not target.parent.is_dir():
+        raise GalahadError(f"folder {target.parent} does not exist")
+    tables = _select_rows(catalog, library)
+    manifest = {
+        "format": FORMAT,
+        "tables": {t: sorted((_to_json(t, r) for r in tables[t]), key=lambda r: json.dumps(r, sort_keys=True))
+                   for t in ORDER},
+        "blobs": {a["id"]: a["size"] for a in sorted(tables["artifacts"], key=lambda a: a["id"])},
+    }
+    mbytes = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-bundle-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            with tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+                _add(tar, "MANIFEST.sha256", sha256_hex(mbytes).encode())
+                _add(tar, "manifest.json", mbytes)
+                for blob_id in manifest["blobs"]:
+                    _add(tar, f"blobs/{blob_id}", store.get(blob_id))  # hash-checked: never export rot
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return {"bundle": str(target), "artifacts": len(manifest["blobs"]),
+            "bytes": sum(manifest["blobs"].values()), **{t: len(tables[t]) for t in ORDER}}
+
+
+def _open(path: Path) -> tarfile.TarFile:
+    if not path.is_file():
+        raise GalahadError(f"no bundle at {path}")
+    try:
+        return tarfile.open(path, mode="r:")
+    except (tarfile.TarError, OSError) as exc:
+        raise GalahadError(f"malformed bundle {path.name}: not a tar file ({exc})") from exc
+
+
+def _read(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    f = tar.extractfile(member)
+    if f is None:
+        raise GalahadError(f"malformed bundle: {member.name!r} is not a regular file")
+    data = f.read()
+    if len(data) != member.size:
+        raise GalahadError(f"incomplete bundle: {member.name} is truncated")
+    return data
+
+
+def _stage(path: Path, catalog: Catalog) -> tuple[dict[str, list[dict[str, Any]]], dict[str, int]]:
+    """Validate the whole bundle; returns its rows and blob sizes. Reads only."""
+    checksum, mbytes, blobs = None, None, {}
+    try:
+        with _open(path) as tar:
+            for m in tar:
+                if not m.isreg() or m.name.startswith("/") or ".." in m.name.split("/"):
+                    raise GalahadError(f"malformed bundle: refusing member {m.name[:120]!r} (not a plain relative file)")
+                blob = _BLOB.match(m.name)
+                if m.name == "MANIFEST.sha256" and checksum is None:
+                    checksum = _read(tar, m).decode("ascii", "replace").strip()
+                elif m.name == "manifest.json" and mbytes is None:
+                    if m.size > MAX_MANIFEST:
+                        raise GalahadError("malformed bundle: manifest too large")
+                    mbytes = _read(tar, m)
+                elif blob and blob.group(1) not in blobs:
+                    data = _read(tar, m)
+                    if sha256_hex(data) != blob.group(1):
+                        raise IntegrityError(f"corrupted bundle: blob {blob.group(1)[:16]} does not match its hash")
+                    # Keep only what the header says (not the bytes): checked against its row below.
+                    try:
+                        blobs[blob.group(1)] = header_columns(data)
+                    except GalahadError as exc:
+                        raise GalahadError(f"malformed bundle: blob {blob.group(1)[:16]}: {exc}") from exc
+                else:
+                    raise GalahadError(f"malformed bundle: unexpected or duplicate member {m.name[:120]!r}")
+    except tarfile.TarError as exc:
+        raise GalahadError(f"incomplete or malformed bundle {path.name}: {exc}") from exc
+    if checksum is None or mbytes is None:
+        raise GalahadError("incomplete bundle: no manifest")
+    if sha256_hex(mbytes) != checksum:
+        raise IntegrityError("corrupted bundle: manifest.json does not match MANIFEST.sha256")
+    try:
+        manifest = json.loads(mbytes)
+        raw, sizes = manifest["tables"], manifest["blobs"]
+        well_formed = (manifest["format"] == FORMAT and isinstance(sizes, dict)
+                       and all(isinstance(raw[t], list) for t in ORDER))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise GalahadError(f"malformed bundle: manifest is not a {FORMAT} manifest") from exc
+    if not well_formed:
+        raise GalahadError(f"malformed bundle: manifest is not a {FORMAT} manifest")
+    tables = {t: [_from_json(t, r) for r in raw[t]] for t in ORDER}
+    missing = set(sizes) - set(blobs)
+    if missing:
+        raise GalahadError(f"incomplete bundle: {len(missing)} blob(s) missing, e.g. {sorted(missing)[0][:16]}")
+    if set(blobs) - set(sizes) or {a["id"] for a in tables["artifacts"]} != set(sizes):
+        raise GalahadError("malformed bundle: blobs and artifact rows do not correspond")
+    for a in tables["artifacts"]:
+        bad = row_mismatch({**a, "size": sizes[a["id"]]}, blobs[a["id"]]) or row_mismatch(a, blobs[a["id"]])
+        if bad:
+            raise IntegrityError(f"corrupted bundle: artifact {a['id'][:16]} row disagrees with its bytes ({bad})")
+    _check_references(tables, catalog)
+    return tables, sizes
+
+
+def _check_references(tables: dict[str, list[dict[str, Any]]], catalog: Catalog) -> None:
+    ids = {t: {r["id"] for r in tables[t]} for t in _HEX}
+    libs = {r["name"] for r in tables["libraries"]}
+
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            raise GalahadError(f"incomplete bundle: {what}")
+
+    for a in tables["attempts"]:
+        need(a["problem_id"] in ids["problems"], f"attempt {a['id'][:12]} names a problem it lacks")
+        need(a["run_id"] is None or a["run_id"] in ids["runs"], f"attempt {a['id'][:12]} names a run it lacks")
+    for v in tables["verifications"]:
+        need(v["attempt_id"] in ids["attempts"], f"verification {v['id'][:12]} names an attempt it lacks")
+    for a in tables["artifacts"]:
+        need(a["parent_id"] is None or a["parent_id"] in ids["artifacts"] or catalog.has_artifact(a["parent_id"]),
+             f"artifact {a['id'][:16]} has a parent neither in the bundle nor in the catalog")
+        need(a["verification_id"] is None or a["verification_id"] in ids["verifications"],
+             f"artifact {a['id'][:16]} names a verification it lacks")
+    ENT = TABLES["library_entries"]
+    with catalog.engine.connect() as conn:
+        for e in tables["library_entries"]:
+            need(e["library"] in libs and e["artifact_id"] in ids["artifacts"],
+                 f"library entry {e['library']!r}/{e['chain_index']}/{e['position']} names rows it lacks")
+            here = conn.execute(select(ENT).where(
+                ENT.c.library == e["library"],
+                ((ENT.c.chain_index == e["chain_index"]) & (ENT.c.position == e["position"]))
+                | (ENT.c.artifact_id == e["artifact_id"]))).all()
+            if any((r.chain_index, r.position, r.artifact_id) != (e["chain_index"], e["position"], e["artifact_id"])
+                   for r in here):
+                raise GalahadError(f"bundle conflicts with this catalog: library {e['library']!r} already has a "
+                                   f"different artifact at chain {e['chain_index']} position {e['position']}")
+
+
+def _parents_first(arts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_id, done, out = {a["id"]: a for a in arts}, set(), []
+    for a in sorted(arts, key=lambda a: (a["token_start"], a["id"])):
+        stack = []
+        while a is not None and a["id"] not in done:
+            stack.append(a)
+            a = by_id.get(a["parent_id"])
+        for x in reversed(stack):
+            done.add(x["id"])
+            out.append(x)
+    return out
+
+
+def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike) -> dict[str, Any]:
+    """Validate the whole bundle, then put its blobs and commit its rows; refuses without writing."""
+    path = Path(path)
+    tables, sizes = _stage(path, catalog)
+    # Second pass: re-check each blob's hash as it is written (the file may have changed since staging);
+    # puts go in parallel batches because each waits on an fsync.
+    with _open(path) as tar, ThreadPoolExecutor(max_workers=PUT_THREADS) as pool:
+        batch: list[bytes] = []
+        for m in tar:
+            blob = _BLOB.match(m.name)
+            if blob and m.isreg():
+                data = _read(tar, m)
+                if sha256_hex(data) != blob.group(1):
+                    raise IntegrityError(f"bundle changed while importing: blob {blob.group(1)[:16]}")
+                batch.append(data)
+                if len(batch) >= PUT_THREADS or sum(map(len, batch)) > PUT_BATCH_BYTES:
+                    list(pool.map(store.put, batch))
+                    batch = []
+        list(pool.map(store.put, batch))
+    location = store_location(store)
+    tables["artifacts"] = [{**a, "location": location} for a in _parents_first(tables["artifacts"])]
+    added = {}
+    with catalog.write() as conn:  # the blobs are durable: commit all rows at once
+        for t in ORDER:
+            added[t] = sum(catalog.insert_ignore(conn, TABLES[t], [r]) for r in tables[t])
+    return {"bundle": str(path), "artifacts": len(sizes), "bytes": sum(sizes.values()), "added": added}

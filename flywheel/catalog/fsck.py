@@ -1,0 +1,154 @@
+"""Catalog/store consistency: `fsck` (re-hash everything, report) and `gc` (collect orphans safely).
+
+fsck findings, worst first: dangling rows (a row whose blob is missing: must never happen), corrupted blobs
+(bytes that no longer hash to their id), mismatched rows (a row that disagrees with its blob's header),
+orphan blobs (bytes with no row: what a crash between `put` and commit leaves; collectable) and temp files
+(a writer killed mid-write; collectable).
+
+gc deletes only orphans and temp files older than a grace period, because a live depositor's blob is an
+orphan for the instant between its `put` and its commit. If a row for a blob appears while gc is deleting
+it anyway, gc puts the bytes back.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from galahad.flywheel.artifacts.store import BlobStore, sha256_hex
+from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.catalog.schema import TABLES
+from galahad.flywheel.errors import GalahadError
+
+ART = TABLES["artifacts"]
+DEFAULT_GRACE_SECONDS = 3600.0
+
+
+@dataclass
+class FsckReport:
+    rows: int = 0
+    blobs: int = 0
+    dangling: list[str] = field(default_factory=list)
+    corrupted: list[str] = field(default_factory=list)
+    mismatched: list[dict[str, str]] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+    temp_files: list[str] = field(default_factory=list)
+
+    @property
+    def damaged(self) -> bool:
+        """Something gc cannot fix: a row without bytes, bytes that changed, a row that lies."""
+        return bool(self.dangling or self.corrupted or self.mismatched)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.damaged or self.orphans or self.temp_files)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok, "damaged": self.damaged}
+
+
+def header_columns(data: bytes) -> dict[str, Any]:
+    """The artifact-row columns a blob's own header determines (raises GalahadError if unparsable)."""
+    from galahad.flywheel.artifacts.format import read_meta
+
+    meta = read_meta(data)
+    return {
+        "parent_id": meta.parent, "token_start": meta.start, "token_end": meta.end,
+        "n_tokens": len(meta.token_ids), "size": len(data), "model_fingerprint": meta.model_fingerprint,
+        "runtime_fingerprint": meta.runtime_fingerprint, "dtype": meta.dtype,
+        "layer_kinds": list(meta.layer_kinds), "token_ids": list(meta.token_ids),
+    }
+
+
+def row_mismatch(row: dict[str, Any], header: dict[str, Any]) -> str | None:
+    """The first column where a row disagrees with its blob's header, or None."""
+    return next((col for col, want in header.items() if row.get(col) != want), None)
+
+
+def _row_vs_blob(row: dict[str, Any], data: bytes) -> str | None:
+    try:
+        return row_mismatch(row, header_columns(data))
+    except GalahadError as exc:
+        return f"header: {exc}"
+
+
+def fsck(catalog: Catalog, store: BlobStore) -> FsckReport:
+    """Re-hash every blob in the store and check every artifact row against its blob."""
+    report = FsckReport()
+    row_ids: set[str] = set()
+    with catalog.engine.connect() as conn:
+        for r in conn.execution_options(yield_per=500).execute(select(ART)):
+            row = dict(r._mapping)
+            row_ids.add(row["id"])
+            report.rows += 1
+            if not store.has(row["id"]):
+                report.dangling.append(row["id"])
+                continue
+            data = store.get_unchecked(row["id"])
+            if sha256_hex(data) != row["id"]:
+                report.corrupted.append(row["id"])
+                continue
+            bad = _row_vs_blob(row, data)
+            if bad:
+                report.mismatched.append({"id": row["id"], "column": bad})
+    for blob_id in store.ids():
+        report.blobs += 1
+        if blob_id in row_ids:
+            continue
+        if sha256_hex(store.get_unchecked(blob_id)) != blob_id:
+            report.corrupted.append(blob_id)
+        else:
+            report.orphans.append(blob_id)
+    temp_files = getattr(store, "temp_files", None)
+    if temp_files is not None:
+        report.temp_files = sorted(str(p) for p in temp_files())
+    return report
+
+
+def _age(store: BlobStore, blob_id: str) -> float:
+    path = getattr(store, "path", None)
+    if path is None:
+        return 0.0  # no timestamps on this backend: only grace 0 collects
+    try:
+        return time.time() - path(blob_id).stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
+def gc(catalog: Catalog, store: BlobStore, grace_seconds: float = DEFAULT_GRACE_SECONDS,
+       dry_run: bool = False) -> dict[str, Any]:
+    """Delete orphan blobs and temp files older than `grace_seconds`; never touches a blob with a row."""
+    rows = set(catalog.artifact_sizes())
+    out: dict[str, Any] = {"removed_orphans": [], "removed_temp_files": [], "freed_bytes": 0,
+                           "kept_young": 0, "restored": [], "dry_run": dry_run}
+    for blob_id in [b for b in store.ids() if b not in rows]:
+        if _age(store, blob_id) < grace_seconds:
+            out["kept_young"] += 1
+            continue
+        size = store.size(blob_id)
+        if not dry_run:
+            data = store.get_unchecked(blob_id)
+            store.delete(blob_id)
+            if catalog.has_artifact(blob_id):  # a depositor committed a row meanwhile: put it back
+                if sha256_hex(data) == blob_id:
+                    store.put(data)
+                    out["restored"].append(blob_id)
+                    continue
+        out["removed_orphans"].append(blob_id)
+        out["freed_bytes"] += size
+    temp_files = getattr(store, "temp_files", None)
+    for p in (list(temp_files()) if temp_files else []):
+        try:
+            age = time.time() - Path(p).stat().st_mtime
+            if age >= grace_seconds:
+                if not dry_run:
+                    os.unlink(p)
+                out["removed_temp_files"].append(str(p))
+        except FileNotFoundError:
+            pass  # its writer finished (renamed) or another gc got it
+    return out

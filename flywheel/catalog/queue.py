@@ -1,0 +1,82 @@
+"""The catalog as the durable work queue: claims with leases, releases, and unfinished deposits.
+
+Problems are claimed with a lease, so a killed worker's problems become claimable again; a verified
+problem with no artifact behind it is a deposit a kill interrupted, found here and finished by the loop.
+Mixed into `Catalog` (needs its `write()`, `engine` and `dialect`).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import and_, or_, select, update
+
+from galahad.flywheel.catalog.db import now
+from galahad.flywheel.catalog.schema import TABLES
+from galahad.flywheel.errors import GalahadError
+
+P, A, V, ART = (TABLES[t] for t in ("problems", "attempts", "verifications", "artifacts"))
+MARKABLE = ("pending", "verified", "failed")
+
+
+class WorkQueue:
+    def claim(self, n: int, worker_id: str, lease_seconds: float) -> list[dict[str, Any]]:
+        """Atomically hand out up to n pending problems (or ones whose lease expired), oldest first."""
+        t = now()
+        candidates = (
+            select(P.c.id)
+            .where(or_(P.c.status == "pending", and_(P.c.status == "claimed", P.c.lease_until < t)))
+            .order_by(P.c.created_at, P.c.id)
+            .limit(int(n))
+        )
+        if self.dialect == "postgresql":  # concurrent claimers skip each other's rows instead of waiting
+            candidates = candidates.with_for_update(skip_locked=True)
+        stmt = (
+            update(P)
+            .where(P.c.id.in_(candidates.scalar_subquery()))
+            .values(status="claimed", claimed_by=worker_id, lease_until=t + timedelta(seconds=lease_seconds),
+                    claims=P.c.claims + 1, updated_at=t)
+            .returning(*P.c)
+        )
+        with self.write() as conn:  # SQLite: BEGIN IMMEDIATE makes this one UPDATE exclusive
+            rows = [dict(r._mapping) for r in conn.execute(stmt)]
+        return sorted(rows, key=lambda r: (r["created_at"], r["id"]))
+
+    def extend_lease(self, problem_ids: list[str], worker_id: str, lease_seconds: float) -> int:
+        """Renew this worker's leases (long jobs); returns how many it still held."""
+        t = now()
+        stmt = (
+            update(P)
+            .where(P.c.id.in_(problem_ids), P.c.status == "claimed", P.c.claimed_by == worker_id)
+            .values(lease_until=t + timedelta(seconds=lease_seconds), updated_at=t)
+        )
+        with self.write() as conn:
+            return conn.execute(stmt).rowcount
+
+    def mark(self, problem_id: str, status: str) -> None:
+        """Set pending (release), verified or failed (budget exhausted); drops any lease."""
+        if status not in MARKABLE:
+            raise GalahadError(f"cannot mark a problem {status!r}; use one of {', '.join(MARKABLE)}")
+        stmt = (
+            update(P).where(P.c.id == problem_id)
+            .values(status=status, claimed_by=None, lease_until=None, updated_at=now())
+        )
+        with self.write() as conn:
+            if conn.execute(stmt).rowcount == 0:
+                raise GalahadError(f"unknown problem {str(problem_id)[:80]!r}")
+
+    def release_claims(self) -> int:
+        """Return every claimed problem to the queue. Only safe when no other job shares the catalog: the
+        CLI calls it while holding the data dir's run lock on the embedded default catalog."""
+        with self.write() as conn:
+            return conn.execute(update(P).where(P.c.status == "claimed")
+                                .values(status="pending", claimed_by=None, lease_until=None)).rowcount
+
+    def unfinished_deposits(self) -> list[dict[str, Any]]:
+        """Verified problems with no artifact behind any accepted attempt: a kill hit between verdict and deposit."""
+        has_artifact = select(ART.c.id).join(V, ART.c.verification_id == V.c.id).join(A, V.c.attempt_id == A.c.id)
+        stmt = (select(P).where(P.c.status == "verified", ~has_artifact.where(A.c.problem_id == P.c.id).exists())
+                .order_by(P.c.created_at, P.c.id))
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(stmt)]

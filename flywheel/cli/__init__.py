@@ -1,0 +1,1 @@
+"""The `galahad` console script: the entry point and one module per subcommand."""

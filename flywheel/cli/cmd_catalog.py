@@ -1,0 +1,230 @@
+"""`galahad catalog ...`: look into and maintain the catalog and its store. Tables for people, --json for
+programs. Exit codes: 0 fine, 1 fsck found something, 2 a clear one-line error (unknown id, bad bundle,
+unreachable database, ...).
+
+The catalog is `--catalog URL` (any SQLAlchemy URL; env GALAHAD_CATALOG; default the data dir's SQLite file)
+and the store `--store PATH` (default the data dir's store). Read-only subcommands never create a catalog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from galahad.flywheel.config import CATALOG_ENV
+from galahad.flywheel.errors import GalahadError
+
+READ_ONLY = {"ls", "show", "stats", "find", "fsck", "export", "libraries"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("catalog", help="inspect and maintain the catalog and artifact store")
+    p.add_argument("--catalog", default=None, metavar="URL", help=f"database URL (env {CATALOG_ENV})")
+    p.add_argument("--store", default=None, metavar="PATH", help="artifact store folder")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    # Also accepted after the subcommand; SUPPRESS keeps the subparser from resetting the value given before.
+    common.add_argument("--catalog", default=argparse.SUPPRESS, metavar="URL", help=argparse.SUPPRESS)
+    common.add_argument("--store", default=argparse.SUPPRESS, metavar="PATH", help=argparse.SUPPRESS)
+    cs = p.add_subparsers(dest="catalog_command", required=True, metavar="ACTION")
+    a = cs.add_parser("ls", parents=[common], help="list artifacts (newest first, or one library in order)")
+    a.add_argument("--library", default=None)
+    a.add_argument("--limit", type=int, default=50)
+    a = cs.add_parser("show", parents=[common], help="one artifact (with lineage) or problem, by id or prefix")
+    a.add_argument("id")
+    cs.add_parser("stats", parents=[common], help="counts, stored tokens and bytes")
+    cs.add_parser("libraries", parents=[common], help="libraries with chains, tokens and bytes")
+    a = cs.add_parser("find", parents=[common], help="find problems by text, hash (prefix) or topic")
+    a.add_argument("text", nargs="?", default=None)
+    a.add_argument("--hash", default=None)
+    a.add_argument("--topic", default=None)
+    a.add_argument("--limit", type=int, default=50)
+    cs.add_parser("fsck", parents=[common], help="re-hash every blob; report dangling rows, orphans, corruption")
+    a = cs.add_parser("gc", parents=[common], help="delete orphan blobs and temp files older than --grace")
+    a.add_argument("--grace", type=float, default=3600.0, metavar="SECONDS")
+    a.add_argument("--dry-run", action="store_true")
+    a = cs.add_parser("export", parents=[common], help="write artifacts and their rows to a bundle file")
+    a.add_argument("bundle")
+    a.add_argument("--library", default=None, help="only this library's chains (with ancestors)")
+    a.add_argument("--force", action="store_true", help="overwrite an existing file")
+    a = cs.add_parser("import", parents=[common], help="check a bundle completely, then add it")
+    a.add_argument("bundle")
+    p.set_defaults(func=run)
+
+
+def _open(args: argparse.Namespace):
+    from galahad.flywheel.artifacts.store import LocalStore
+    from galahad.flywheel.catalog import Catalog
+    from galahad.flywheel.catalog.db import parse_url
+
+    url = args.paths.resolve_catalog(args.catalog)
+    u = parse_url(url)
+    db = u.database if u.get_backend_name() == "sqlite" else None
+    if db and db != ":memory:" and not Path(db).exists():
+        if args.catalog_command in READ_ONLY:
+            raise GalahadError(f"no catalog at {db} (nothing deposited yet, or a wrong --catalog/--data)")
+        if url == args.paths.catalog_url:
+            args.paths.root.mkdir(parents=True, exist_ok=True)
+    store = LocalStore(args.store or args.paths.store)
+    return Catalog(url), store
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, datetime):
+        return o.isoformat()
+    if isinstance(o, set):
+        return sorted(o)
+    return str(o)
+
+
+def _json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, sort_keys=True, default=_default))
+
+
+def _cell(v: Any, width: int) -> str:
+    s = v.isoformat(sep=" ", timespec="seconds") if isinstance(v, datetime) else ("-" if v is None else str(v))
+    s = " ".join(s.split())
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _table(rows: list[dict[str, Any]], cols: list[tuple[str, int]]) -> None:
+    if not rows:
+        print("(none)")
+        return
+    cells = [[_cell(r.get(c), w) for c, w in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, (c, _) in enumerate(cols)]
+    print("  ".join(c.ljust(w) for (c, _), w in zip(cols, widths, strict=True)).rstrip())
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _fields(title: str, row: dict[str, Any] | None, keys: list[str]) -> None:
+    print(f"{title}:")
+    if row is None:
+        print("  (none)")
+        return
+    for k in keys:
+        print(f"  {k:<20} {_cell(row.get(k), 100)}")
+
+
+ART_COLS = [("id", 16), ("token_start", 8), ("token_end", 8), ("n_tokens", 8), ("size", 12), ("parent_id", 16),
+            ("verification_id", 12), ("created_at", 19)]
+PROB_COLS = [("id", 16), ("topic", 20), ("template", 20), ("status", 9), ("answer", 12), ("text", 60)]
+
+
+def _show(cat, ref: str, as_json: bool) -> None:
+    kind, full = cat.resolve(ref)
+    if kind == "artifact":
+        lin = cat.lineage(full)
+        if as_json:
+            return _json({"kind": kind, **lin})
+        _fields("artifact", lin["artifact"], ["id", "token_start", "token_end", "n_tokens", "size", "dtype",
+                                              "model_fingerprint", "runtime_fingerprint", "layer_kinds",
+                                              "location", "created_at"])
+        _fields("verification", lin["verification"], ["id", "verified", "verifier_version", "reason", "created_at"])
+        _fields("attempt", lin["attempt"], ["id", "model_fingerprint", "sampling", "tokens", "seconds",
+                                            "cpu_seconds", "energy_joules", "output_text"])
+        _fields("problem", lin["problem"], ["id", "topic", "template", "source", "status", "answer", "text"])
+        _fields("run", lin["run"], ["id", "started_at", "finished_at", "config"])
+        print(f"parents ({len(lin['parents'])}, nearest first):")
+        _table(lin["parents"], ART_COLS[:6])
+        print("libraries:")
+        _table(lin["libraries"], [("library", 40), ("chain_index", 6), ("position", 8)])
+        return None
+    prob = cat.problem(full)
+    attempts = cat.attempts_for(full)
+    best = cat.verified_solution(full)
+    if as_json:
+        return _json({"kind": kind, "problem": prob, "attempts": attempts, "verified_solution": best})
+    _fields("problem", prob, ["id", "topic", "template", "source", "external_id", "status", "claims", "answer",
+                              "text"])
+    print(f"attempts ({len(attempts)}):")
+    for a in attempts:
+        a["verdict"] = "; ".join(f"{'ok' if v['verified'] else 'no'} ({v['verifier_version']}: {v['reason']})"
+                                 for v in a["verifications"]) or "unverified"
+    _table(attempts, [("id", 12), ("tokens", 7), ("seconds", 8), ("verdict", 50), ("output_text", 40)])
+    _fields("verified solution", best, ["id", "verification_id", "artifact_id", "tokens", "output_text"])
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    cat, store = _open(args)
+    try:
+        return _dispatch(args, cat, store)
+    finally:
+        cat.close()
+
+
+def _dispatch(args: argparse.Namespace, cat, store) -> int:
+    action, as_json = args.catalog_command, args.json
+    if action == "ls":
+        if args.library is not None and args.library not in {lib["library"] for lib in cat.libraries()}:
+            raise GalahadError(f"unknown library {args.library[:200]!r}")
+        rows = cat.artifacts(limit=args.limit, library=args.library)
+        _json(rows) if as_json else _table(rows, ART_COLS + ([("chain_index", 5), ("position", 5)] if args.library else []))
+    elif action == "show":
+        _show(cat, args.id, as_json)
+    elif action == "stats":
+        s = cat.stats()
+        if as_json:
+            _json(s)
+        else:
+            by_status = s.pop("by_status")
+            for k, v in s.items():
+                print(f"{k:<16} {v:>14,}")
+            print("by status        " + (", ".join(f"{k} {v:,}" for k, v in sorted(by_status.items())) or "-"))
+    elif action == "libraries":
+        rows = cat.libraries()
+        _json(rows) if as_json else _table(rows, [("library", 40), ("topic", 20), ("chains", 6), ("artifacts", 9),
+                                                  ("stored_tokens", 13), ("bytes", 14)])
+    elif action == "find":
+        if args.text is None and args.hash is None and args.topic is None:
+            raise GalahadError("find needs TEXT, --hash or --topic")
+        rows = cat.find_problems(text=args.text, hash=args.hash, topic=args.topic, limit=args.limit)
+        _json(rows) if as_json else _table(rows, PROB_COLS)
+    elif action == "fsck":
+        from galahad.flywheel.catalog.fsck import fsck
+
+        report = fsck(cat, store)
+        if as_json:
+            _json(report.to_dict())
+        else:
+            print(f"checked {report.rows:,} rows and {report.blobs:,} blobs")
+            for name in ("dangling", "corrupted", "mismatched", "orphans", "temp_files"):
+                items = getattr(report, name)
+                print(f"{name:<11} {len(items):>8,}" + ("  (collectable: galahad catalog gc)"
+                                                        if items and name in ("orphans", "temp_files") else ""))
+                for it in items[:20]:
+                    print(f"    {it}")
+            print("ok" if report.ok else ("DAMAGED" if report.damaged else "not clean"))
+        return 0 if report.ok else 1
+    elif action == "gc":
+        from galahad.flywheel.catalog.fsck import gc
+
+        out = gc(cat, store, grace_seconds=args.grace, dry_run=args.dry_run)
+        if as_json:
+            _json(out)
+        else:
+            verb = "would remove" if args.dry_run else "removed"
+            print(f"{verb} {len(out['removed_orphans']):,} orphan blobs ({out['freed_bytes']:,} bytes) and "
+                  f"{len(out['removed_temp_files']):,} temp files; kept {out['kept_young']:,} younger than "
+                  f"{args.grace:g}s")
+    elif action == "export":
+        from galahad.flywheel.catalog.bundle import export_bundle
+
+        out = export_bundle(cat, store, args.bundle, library=args.library, overwrite=args.force)
+        _json(out) if as_json else print(f"exported {out['artifacts']:,} artifacts ({out['bytes']:,} bytes) "
+                                         f"to {out['bundle']}")
+    elif action == "import":
+        from galahad.flywheel.catalog.bundle import import_bundle
+
+        out = import_bundle(cat, store, args.bundle)
+        _json(out) if as_json else print(f"imported {out['bundle']}: {out['artifacts']:,} artifacts "
+                                         f"({out['bytes']:,} bytes); new rows: "
+                                         + ", ".join(f"{k} {v}" for k, v in out["added"].items()))
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,157 @@
+"""`galahad eval recurrence|transfer|context`, and `galahad replay|rescore MANIFEST`."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+
+from galahad.flywheel.cli.session import add_storage_args, engine_for, storage
+from galahad.flywheel.config import DEFAULT_MODEL
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", help="evaluations backed by evidence (each writes a manifest)")
+    ev = p.add_subparsers(dest="eval_kind", required=True, metavar="KIND")
+    from galahad.flywheel.evals.recurrence import RecurrenceConfig
+
+    rc = RecurrenceConfig()
+    r = ev.add_parser("recurrence", help="base model vs graft on problems with a verified solution")
+    r.add_argument("--model", default=DEFAULT_MODEL)
+    r.add_argument("--k", type=int, default=rc.k, help="base budget: samples per problem")
+    r.add_argument("--max-tokens", type=int, default=rc.max_tokens, help="base budget: tokens per sample")
+    r.add_argument("--limit", type=int, default=rc.limit, help=f"problems evaluated (default {rc.limit})")
+    r.add_argument("--seed", type=int, default=rc.seed)
+    r.add_argument("--json", action="store_true")
+    r.add_argument("--out", type=Path, default=None, help="manifest path (default: the reports folder)")
+    add_storage_args(r)
+    r.set_defaults(func=run_recurrence)
+    from galahad.flywheel.cli.cmd_eval_context import add_context_parser
+    from galahad.flywheel.cli.cmd_eval_transfer import add_transfer_parser
+
+    add_transfer_parser(ev)
+    add_context_parser(ev)
+
+    rp = sub.add_parser("replay", help="re-run a manifest's records and compare output hashes")
+    rp.add_argument("manifest", type=Path)
+    rp.add_argument("--json", action="store_true")
+    add_storage_args(rp)
+    rp.set_defaults(func=run_replay)
+    rs = sub.add_parser("rescore", help="recompute a manifest's scores from its recorded outputs (no model)")
+    rs.add_argument("manifest", type=Path)
+    rs.add_argument("--json", action="store_true")
+    rs.set_defaults(func=run_rescore)
+
+
+@contextlib.contextmanager
+def progress_bar(total: int, desc: str):
+    """A stderr progress bar; yields the callable that advances it by one."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit="problem", file=sys.stderr, disable=not sys.stderr.isatty())
+    try:
+        yield lambda: bar.update(1)
+    finally:
+        bar.close()
+
+
+def manifest_path(args, paths, kind: str) -> Path:
+    return args.out or paths.reports / f"{kind}-{time.strftime('%Y%m%dT%H%M%S')}.json"
+
+
+def base_manifest(kind: str, engine, config: dict) -> dict:
+    from galahad.flywheel.evals.spec import environment
+    from galahad.workers.runtime import runtime_facts
+
+    return {"kind": kind, "command": sys.argv[1:], "model": engine.loaded.name,
+            "model_fingerprint": engine.model_fingerprint, "runtime_fingerprint": engine.runtime_fingerprint,
+            "runtime": runtime_facts(engine.runtime), "environment": environment(), "config": config}
+
+
+def run_recurrence(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from galahad.flywheel.errors import GalahadError
+    from galahad.flywheel.evals import recurrence as eval_recurrence
+    from galahad.flywheel.evals.evidence import write_manifest
+    from galahad.verifier.verifier import Verifier
+    from galahad.workers.telemetry import EnergyMeter
+
+    for name in ("k", "max_tokens", "limit"):
+        if getattr(args, name) < 1:
+            raise GalahadError(f"--{name.replace('_', '-')} must be at least 1")
+    paths, catalog, store = storage(args)
+    cfg = eval_recurrence.RecurrenceConfig(k=args.k, max_tokens=args.max_tokens, seed=args.seed, limit=args.limit)
+    with catalog, Verifier() as verifier:
+        engine = engine_for(args.model, paths)
+        problems = eval_recurrence.candidates(catalog, cfg.limit)
+        with progress_bar(len(problems), "recurrence") as tick:
+            records = eval_recurrence.run(engine, catalog, store, verifier, cfg, EnergyMeter(), tick, problems)
+    if not records:
+        raise GalahadError("no verified problem with a deposited artifact in the catalog: run `galahad run` first")
+    scores = eval_recurrence.score(records, asdict(cfg))
+    manifest = {**base_manifest("recurrence", engine, asdict(cfg)), "records": records, "scores": scores,
+                "store": str(store.root)}
+    path = write_manifest(manifest, manifest_path(args, paths, "recurrence"))
+    if args.json:
+        print(json.dumps({**{k: v for k, v in scores.items() if k != "per_problem"}, "manifest": str(path)}))
+    else:
+        print_recurrence(scores, path)
+    return 0
+
+
+def print_recurrence(s: dict, path: Path) -> None:
+    a = s["all_problems"]
+    print(f"problems the base model fails within its budget: {s['problems']} (of {a['problems']} evaluated)")
+    print(f"  accuracy   base {100 * s['base_accuracy']:.0f}%   graft {100 * s['graft_accuracy']:.0f}%")
+    print(f"  decode tokens   base {s['base_decode_tokens']}   graft {s['graft_decode_tokens']}   "
+          f"(max {s['graft_max_decode_tokens']} per problem; ratio {s['token_ratio'] or float('nan'):.1f}x)")
+    print(f"  seconds   base {s['base_seconds']:.1f}   graft {s['graft_seconds']:.1f}   "
+          f"cpu base {s['base_cpu_seconds']:.1f} graft {s['graft_cpu_seconds']:.1f}")
+    print(f"all evaluated: base pass@k {100 * a['base_accuracy']:.0f}%, graft {100 * a['graft_accuracy']:.0f}%, "
+          f"tokens base {a['base_decode_tokens']} vs graft {a['graft_decode_tokens']}")
+    print(f"manifest: {path}")
+
+
+def run_rescore(args: argparse.Namespace) -> int:
+    from galahad.flywheel.evals import transfer as eval_transfer  # noqa: F401  (they register their scorers)
+    from galahad.flywheel.evals.evidence import read_manifest
+    from galahad.flywheel.evals.replay import rescore
+    from galahad.verifier.verifier import Verifier
+
+    manifest = read_manifest(args.manifest)
+    with Verifier() as verifier:
+        result = rescore(manifest, verifier)
+    _report(args, result, f"rescore {manifest['kind']}: scores recomputed from {len(manifest['records'])} records")
+    return 0 if result["ok"] else 1
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from galahad.flywheel.artifacts.store import LocalStore
+    from galahad.flywheel.errors import GalahadError
+    from galahad.flywheel.evals.evidence import read_manifest
+    from galahad.flywheel.evals.replay import replay
+
+    manifest = read_manifest(args.manifest)
+    if not any("output_sha256" in r for r in manifest["records"]):
+        raise GalahadError(f"manifest kind {manifest['kind']!r} has no replayable outputs")
+    paths = args.paths.ensure()
+    store = LocalStore(Path(args.store).expanduser() if args.store else paths.store)
+    engine = engine_for(manifest["model"], paths)
+    result = replay(manifest, engine, store)
+    _report(args, result, f"replay {manifest['kind']}: {result['checked']} records re-run")
+    return 0 if result["ok"] else 1
+
+
+def _report(args, result: dict, headline: str) -> None:
+    if args.json:
+        print(json.dumps(result, sort_keys=True, default=str))
+        return
+    print(headline)
+    issues = result.get("problems") or result.get("mismatches") or []
+    print("  OK: every hash and score matches" if result["ok"] else f"  FAILED: {len(issues)} problem(s)")
+    for line in issues[:20]:
+        print(f"  - {line}")

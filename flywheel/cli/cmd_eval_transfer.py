@@ -1,0 +1,82 @@
+"""`galahad eval transfer`: held-out instances and templates under four conditions, with a manifest and plots."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from galahad.flywheel.cli.session import add_storage_args, engine_for, storage
+from galahad.flywheel.config import DEFAULT_MODEL
+
+
+def add_transfer_parser(ev: argparse._SubParsersAction) -> None:
+    from galahad.flywheel.evals.transfer import TransferConfig
+
+    tc = TransferConfig()
+    ns = ",".join(str(n) for n in tc.max_solutions)
+    t = ev.add_parser("transfer", help="held-out problems: base, empty-memory, random-artifact, library graft")
+    t.add_argument("--model", default=DEFAULT_MODEL)
+    t.add_argument("--families", default=",".join(tc.families))
+    t.add_argument("--per-split", type=int, default=tc.per_split,
+                   help=f"problems per family and split (default {tc.per_split})")
+    t.add_argument("--max-solutions", default=ns, help=f"retrieval policies: solutions grafted (default {ns})")
+    t.add_argument("--seed", type=int, default=tc.seed)
+    t.add_argument("--json", action="store_true")
+    t.add_argument("--out", type=Path, default=None, help="manifest path (default: the reports folder)")
+    add_storage_args(t)
+    t.set_defaults(func=run_transfer)
+
+
+def run_transfer(args: argparse.Namespace) -> int:
+    from galahad.flywheel.cli.cmd_eval import base_manifest, manifest_path, progress_bar
+    from galahad.flywheel.errors import GalahadError
+    from galahad.flywheel.evals import plots
+    from galahad.flywheel.evals import transfer as eval_transfer
+    from galahad.flywheel.evals.evidence import write_manifest
+    from galahad.verifier.verifier import Verifier
+
+    try:
+        ns = tuple(sorted({int(x) for x in args.max_solutions.split(",") if x.strip()}))
+    except ValueError:
+        raise GalahadError(f"--max-solutions must be comma-separated integers, got {args.max_solutions!r}") from None
+    if not ns or min(ns) < 1 or args.per_split < 1:
+        raise GalahadError("--max-solutions and --per-split must be at least 1")
+    cfg = eval_transfer.TransferConfig(families=tuple(f for f in args.families.split(",") if f),
+                                       per_split=args.per_split, seed=args.seed, max_solutions=ns)
+    paths, catalog, store = storage(args)
+    with catalog, Verifier() as verifier:
+        if not any(lib.get("artifacts") for lib in catalog.libraries()):
+            raise GalahadError("the catalog has no library yet: run `galahad run` first")
+        engine = engine_for(args.model, paths)
+        specs = eval_transfer.plan(catalog, cfg)
+        with progress_bar(len(specs), "transfer") as tick:
+            records = eval_transfer.run(engine, catalog, store, verifier, cfg, progress=tick, planned=specs)
+        events = catalog.events()
+    scores = eval_transfer.score(records, asdict(cfg))
+    path = manifest_path(args, paths, "transfer")
+    manifest = {**base_manifest("transfer", engine, asdict(cfg)), "records": records, "scores": scores,
+                "store": str(store.root)}
+    write_manifest(manifest, path)
+    png1 = plots.accuracy_by_condition(scores["table"], path.with_suffix(".accuracy.png"))
+    png2 = plots.flywheel_over_time(events, path.with_suffix(".flywheel.png"))
+    if args.json:
+        print(json.dumps({**scores, "manifest": str(path), "plots": [str(png1), str(png2)]}))
+    else:
+        print_transfer(scores, path, [png1, png2])
+    return 0
+
+
+def print_transfer(s: dict, path: Path, pngs: list[Path]) -> None:
+    print(f"{s['problems']} held-out problems, {s['records']} records")
+    print(f"{'family':8} {'split':18} {'condition':22} {'acc':>5}  95% CI")
+    for r in s["table"]:
+        print(f"{r['family']:8} {r['split']:18} {r['condition']:22} {r['correct']:>2}/{r['n']:<3} "
+              f"[{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]")
+    print("paired (library - control), all families:")
+    for c in s["comparisons"]:
+        if c["family"] == "all":
+            print(f"  {c['split']:18} {c['condition']:22} vs {c['control']:6} diff {c['difference']:+.2f} "
+                  f"[{c['ci95'][0]:+.2f}, {c['ci95'][1]:+.2f}]  McNemar p={c['p_value']:.3f} (n={c['n']})")
+    print(f"manifest: {path}\nplots: {', '.join(str(p) for p in pngs)}")

@@ -1,0 +1,73 @@
+"""`galahad exactness`: run the exactness proof and print a table or one JSON object."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from galahad.flywheel.config import DEFAULT_MODEL
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("exactness", help="prove grafted logits are byte-identical to a fresh computation")
+    p.add_argument("--model", default=DEFAULT_MODEL, help="gemma3-270m (default), tiny, or a local model folder")
+    p.add_argument("--samples", type=int, default=50, help="number of (prefix, query) pairs (default 50)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--mode", choices=["stock", "invariant"], default="stock", help="kernel mode")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--out", type=Path, default=None, help="also write the JSON report to this file")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from galahad.flywheel.errors import GalahadError
+    from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
+
+    if args.samples < 1:
+        raise GalahadError("--samples must be at least 1")
+    runtime = DEFAULT_RUNTIME.with_(kernel_mode=args.mode)
+    pin_process_env(runtime)
+    from galahad.flywheel.artifacts.store import LocalStore
+    from galahad.flywheel.evals.exactness import make_cases, prove, run_depositor
+    from galahad.workers.engine import Engine
+    from galahad.workers.model_loader import load_model
+
+    paths = args.paths.ensure()
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(dir=paths.root, prefix="exactness-") as tmp:
+        store = LocalStore(tmp)
+        ids = run_depositor(args.model, paths.models, args.mode, args.samples, args.seed, Path(tmp))
+        engine = Engine(load_model(args.model, paths.models, runtime), runtime)
+        window = engine.model.config.sliding_window or 64
+        cases = make_cases(engine.model.config.vocab_size, window, args.samples, args.seed)
+        report = prove(engine, cases, ids, store)
+    report["seconds"] = round(time.perf_counter() - t0, 2)
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2, sort_keys=True))
+    if args.json:
+        print(json.dumps(report, sort_keys=True))
+    else:
+        print_table(report)
+    exact = report["sha256_equal"] == report["samples"]
+    if args.mode == "invariant":
+        exact = exact and report["monolithic_sha256_equal"] == report["samples"]
+    return 0 if exact else 1
+
+
+def print_table(r: dict) -> None:
+    n = r["samples"]
+    print(f"model {r['model']}  mode {r['mode']}  fingerprints model {r['model_fingerprint'][:12]} "
+          f"runtime {r['runtime_fingerprint'][:12]}")
+    print(f"own-position graft vs fresh prefill : SHA-256 equal {r['sha256_equal']}/{n}, KL max {r['kl_max']:.3g}, "
+          f"argmax agreement {100 * r['argmax_agreement']:.1f}%")
+    print(f"graft vs one-pass forward           : SHA-256 equal {r['monolithic_sha256_equal']}/{n}")
+    if "token_by_token_sha256_equal" in r:
+        print(f"graft vs token-by-token             : SHA-256 equal {r['token_by_token_sha256_equal']}/{n}")
+    print(f"shifted graft (RoPE re-rotation)    : SHA-256 equal {r['shifted_sha256_equal']}/{n}, "
+          f"max |diff| {r['shifted_max_abs_diff']:.3g}")
+    print("  shift distance -> max |logit diff|: " + ", ".join(
+        f"{row['shift']}: {row['max_abs_diff']:.2g}" for row in r["shift_table"]))
+    print(f"({r['seconds']} s)")

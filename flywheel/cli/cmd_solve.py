@@ -1,0 +1,48 @@
+"""`galahad solve "PROBLEM"`: answer from memory (recurrence, transfer) or the base model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from galahad.flywheel.cli.session import add_storage_args, engine_for, storage
+from galahad.flywheel.config import DEFAULT_MODEL
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from galahad.flywheel.memory.policy import RetrievalPolicy
+
+    policy = RetrievalPolicy()
+    p = sub.add_parser("solve", help="answer a problem, grafting verified solutions from the catalog")
+    p.add_argument("problem", help="the problem text")
+    p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--template", default=None, help="template id for the transfer path (default: inferred)")
+    p.add_argument("--topic", default=None, help="topic for the transfer path (default: inferred)")
+    p.add_argument("--max-solutions", type=int, default=policy.max_solutions,
+                   help=f"transfer: solutions grafted (default {policy.max_solutions})")
+    p.add_argument("--json", action="store_true")
+    add_storage_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from galahad.flywheel.errors import GalahadError
+    from galahad.flywheel.memory.policy import RetrievalPolicy
+    from galahad.flywheel.memory.solver import Solver
+
+    if not args.problem.strip():
+        raise GalahadError("the problem text is empty")
+    if args.max_solutions < 1:
+        raise GalahadError("--max-solutions must be at least 1")
+    paths, catalog, store = storage(args)
+    with catalog:
+        solver = Solver(engine_for(args.model, paths), catalog, store)
+        policy = RetrievalPolicy(max_solutions=args.max_solutions)
+        ans = solver.solve(args.problem, args.template, args.topic, policy)
+    if args.json:
+        print(json.dumps(ans.to_dict(), sort_keys=True))
+    else:
+        extra = f", verified again: {ans.verified}" if ans.verified is not None else ""
+        print(f"{ans.answer}\n  path {ans.path}, {ans.decode_tokens} decode tokens, {ans.seconds:.2f} s, "
+              f"{len(ans.grafted_artifacts)} artifacts / {ans.grafted_tokens} tokens grafted{extra}")
+    return 0

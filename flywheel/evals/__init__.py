@@ -1,0 +1,1 @@
+"""Evaluations with evidence: specs, recurrence, transfer, context, exactness, manifests, replay, stats, plots."""

@@ -1,0 +1,78 @@
+"""Evidence: every eval writes a manifest of inputs, configuration, outputs and scores, all hashed.
+
+A manifest can be re-checked without the engine (`rescore`: recompute every verdict and score from the
+recorded outputs, check every output hash and the manifest's own hash) and re-run elsewhere (`replay`:
+recompute the outputs and compare their hashes). Hashes are SHA-256 over canonical JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from galahad.flywheel.artifacts.store import atomic_write
+from galahad.flywheel.errors import GalahadError
+
+MANIFEST_VERSION = 1
+
+
+def canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def digest(obj: Any) -> str:
+    return hashlib.sha256(canonical(obj)).hexdigest()
+
+
+def output_hash(token_ids: list[int], text: str) -> str:
+    """What a replay must reproduce: the exact decoded tokens and their text."""
+    return digest({"token_ids": list(token_ids), "text": text})
+
+
+def file_hash(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def seal(manifest: dict) -> dict:
+    """Add the manifest's own hash over everything else in it."""
+    body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
+    return {**body, "manifest_sha256": digest(body)}
+
+
+def write_manifest(manifest: dict, path: Path) -> Path:
+    sealed = seal({"manifest_version": MANIFEST_VERSION, **manifest})
+    atomic_write(path, json.dumps(sealed, indent=1, sort_keys=True, ensure_ascii=False).encode())
+    return path
+
+
+def read_manifest(path: str | os.PathLike) -> dict:
+    try:
+        manifest = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise GalahadError(f"no manifest at {path}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise GalahadError(f"manifest {path} is not valid JSON: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("manifest_version") != MANIFEST_VERSION:
+        raise GalahadError(f"{path} is not a Galahad manifest (version {MANIFEST_VERSION})")
+    for key in ("kind", "config", "records", "scores", "manifest_sha256"):
+        if key not in manifest:
+            raise GalahadError(f"manifest {path} lacks {key!r}")
+    return manifest
+
+
+def check_seal(manifest: dict) -> list[str]:
+    """Problems with the manifest's integrity: its own hash and each record's output hash."""
+    problems = []
+    if seal(manifest)["manifest_sha256"] != manifest.get("manifest_sha256"):
+        problems.append("manifest hash does not match its contents (edited after it was written)")
+    for i, rec in enumerate(manifest["records"]):
+        if "output_sha256" in rec and output_hash(rec["output_token_ids"], rec["output_text"]) != rec["output_sha256"]:
+            problems.append(f"record {i} ({rec.get('id')}, {rec.get('condition')}): output does not match its hash")
+    return problems

@@ -1,0 +1,123 @@
+"""`eval transfer`: does grafted memory help on problems it has never seen?
+
+Held-out instances (a trained template, new numbers) and held-out templates (no problem of the template
+in the catalog) are drawn from the built-in families with the eval's own seed and never from the
+catalog. Conditions, all greedy and in the memory's prompt format unless noted:
+  base       the base model's few-shot prompt (generic examples), no graft;
+  empty      the query alone: same format as the graft conditions, no memory (empty-memory control);
+  random     a chain of solutions from another topic's library (random-artifact control);
+  library    the first n solutions of the newest chain of the problem's own library (template, or topic
+             for held-out templates), as `solve` picks them (`memory/policy.py`): one condition per
+             retrieval policy studied.
+Each library policy is compared, paired on the same problems, against each control.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from galahad.flywheel.evals.spec import Spec, make_record, scorer
+from galahad.flywheel.evals.stats import paired, wilson
+from galahad.flywheel.memory.policy import library_prefix
+from galahad.flywheel.problems import families
+from galahad.flywheel.problems.records import problem_hash
+
+CONTROLS = ("base", "empty", "random")
+
+
+@dataclass(frozen=True)
+class TransferConfig:
+    families: tuple[str, ...] = families.DEFAULT_FAMILIES
+    per_split: int = 10
+    seed: int = 2000
+    max_solutions: tuple[int, ...] = (1, 8)
+    max_tokens: int = 8
+
+
+def _library_heads(catalog) -> dict[str, dict]:
+    return {lib["library"]: lib for lib in catalog.libraries() if lib.get("artifacts")}
+
+
+def heldout(catalog, cfg: TransferConfig) -> list[dict]:
+    """Problems per (family, split), first `per_split` of each family's space shuffled by the eval seed."""
+    known = {p["id"] for p in catalog.find_problems(limit=10**9)}
+    trained = {p["template"] for p in catalog.find_problems(limit=10**9) if p.get("template")}
+    chosen = []
+    for name in cfg.families:
+        fam = families.family(name)
+        pool = families.generate(name, fam.size(), cfg.seed)
+        counts = {"heldout_instances": 0, "heldout_templates": 0}
+        for p in pool:
+            if problem_hash(p.problem) in known:
+                continue
+            split = "heldout_instances" if p.template in trained else "heldout_templates"
+            if counts[split] < cfg.per_split:
+                counts[split] += 1
+                chosen.append({"id": problem_hash(p.problem), "text": p.problem, "answer": p.answer,
+                               "family": name, "topic": p.topic, "template": p.template, "split": split})
+    return chosen
+
+
+def plan(catalog, cfg: TransferConfig) -> list[tuple[Spec, dict]]:
+    libs = _library_heads(catalog)
+    out = []
+    for p in heldout(catalog, cfg):
+        meta = {k: p[k] for k in ("family", "split", "topic", "template")}
+
+        def spec(condition, prompt, tail, _p=p):
+            return Spec(_p["id"], condition, _p["text"], _p["answer"], prompt, tail, 0.0, 0, cfg.max_tokens)
+
+        out.append((spec("base", "few-shot", None), meta))
+        out.append((spec("empty", "query", None), meta))
+        others = sorted(name for name, lib in libs.items() if lib.get("topic") != p["topic"])
+        if others:
+            rng = random.Random(f"{cfg.seed}:{p['id']}")
+            tail = library_prefix(catalog, rng.choice(others), max(cfg.max_solutions))
+            out.append((spec("random", "query", tail), meta))
+        own = f"template:{p['template']}" if p["split"] == "heldout_instances" else None
+        scopes = [("template", own)] if own in libs else []
+        scopes += [("topic", name) for name in sorted(libs) if libs[name].get("topic") == p["topic"]
+                   and name != own][:1]
+        for scope, library in scopes:
+            for n in cfg.max_solutions:
+                tail = library_prefix(catalog, library, n)
+                if tail:
+                    out.append((spec(f"library:{scope}:n{n}", "query", tail), meta))
+    return out
+
+
+def run(engine, catalog, store, verifier, cfg: TransferConfig, meter=None, progress=None,
+        planned: list | None = None) -> list[dict]:
+    records = []
+    for spec, meta in planned if planned is not None else plan(catalog, cfg):
+        records.append({**make_record(engine, store, verifier, spec, meter), **meta})
+        if progress:
+            progress()
+    return records
+
+
+@scorer("transfer")
+def score(records: list[dict], config: dict) -> dict:
+    """Accuracy with Wilson 95% intervals per (family, split, condition); paired tests library vs controls."""
+    cells: dict[tuple, dict[str, bool]] = {}
+    for r in records:
+        cells.setdefault((r["family"], r["split"], r["condition"]), {})[r["id"]] = bool(r["verified"])
+    groups = sorted({(f, s) for f, s, _ in cells} | {("all", s) for _, s, _ in cells})
+    for f, s, c in list(cells):
+        cells.setdefault(("all", s, c), {}).update({f"{f}/{k}": v for k, v in cells[(f, s, c)].items()})
+    table, comparisons = [], []
+    for f, s in groups:
+        conds = sorted(c for (ff, ss, c) in cells if (ff, ss) == (f, s))
+        for c in conds:
+            v = cells[(f, s, c)]
+            k, n = sum(v.values()), len(v)
+            table.append({"family": f, "split": s, "condition": c, "correct": k, "n": n,
+                          "accuracy": k / n if n else 0.0, "ci95": list(wilson(k, n))})
+        for lib in (c for c in conds if c.startswith("library")):
+            for ctrl in (c for c in CONTROLS if c in conds):
+                ids = sorted(set(cells[(f, s, lib)]) & set(cells[(f, s, ctrl)]))
+                res = paired([cells[(f, s, lib)][i] for i in ids], [cells[(f, s, ctrl)][i] for i in ids])
+                comparisons.append({"family": f, "split": s, "condition": lib, "control": ctrl, **res})
+    return {"problems": len({r["id"] for r in records}), "records": len(records), "table": table,
+            "comparisons": comparisons}

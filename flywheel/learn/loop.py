@@ -1,0 +1,179 @@
+"""The verify-then-cache loop: problems -> generate -> verify -> deposit -> catalog.
+
+The catalog is the durable work queue, so the loop holds no state worth losing: a killed job resumes by
+claiming pending problems (and problems whose lease expired), and `reconcile` deposits any solution that
+was verified but whose deposit the kill interrupted. Generators sample in rounds and a problem stops at
+its first verified attempt, so the budget (k samples x T tokens) is an upper bound, not a fixed cost.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import ray
+
+from galahad.flywheel.artifacts.store import BlobStore
+from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.learn.deposit import LibraryDeposits
+from galahad.flywheel.problems.prompts import answer_from_output
+from galahad.verifier.verifier import Verifier
+from galahad.workers.sampling import AttemptResult, SamplingConfig
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    round_size: int = 4
+    in_flight_per_generator: int = 2
+    lease_seconds: float = 900.0
+    limit: int | None = None
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+
+
+@dataclass
+class Tally:
+    """Live figures for the progress bar and the run summary."""
+
+    problems: int = 0
+    attempted: int = 0
+    verified: int = 0
+    failed: int = 0
+    deposited: int = 0
+    tokens_spent: int = 0
+    tokens_to_solve: int = 0  # tokens spent on problems that ended verified: what a recurrence saves
+    seconds: float = 0.0
+    reconciled: int = 0
+
+    def postfix(self) -> dict:
+        return {"attempted": self.attempted, "verified": self.verified, "deposited": self.deposited,
+                "tokens": self.tokens_spent, "saved/recur": self.tokens_to_solve}
+
+
+class Flywheel:
+    """Drives generator actors and one depositor actor against the catalog's work queue."""
+
+    def __init__(self, catalog: Catalog, store: BlobStore, generators: list, depositor, model_fingerprint: str,
+                 config: LoopConfig, verifier: Verifier | None = None):
+        self.catalog = catalog
+        self.generators = generators
+        self.depositor = depositor
+        self.deposits = LibraryDeposits(catalog, store, remote_prefill(depositor))
+        self.model_fingerprint = model_fingerprint
+        self.config = config
+        self.verifier = verifier or Verifier()
+        self.worker_id = f"flywheel-{uuid.uuid4().hex[:12]}"
+        self.tally = Tally()
+
+    def reconcile(self) -> int:
+        for problem in self.catalog.unfinished_deposits():
+            sol = self.catalog.verified_solution(problem["id"])
+            self._deposit(problem, answer_from_output(sol["output_text"]), sol["verification_id"])
+            self.tally.reconciled += 1
+            self.tally.deposited += 1
+        return self.tally.reconciled
+
+    def _deposit(self, problem: dict, answer: str, verification_id: str):
+        """A failed deposit (full disk, store gone) stops the job with a one-line reason; the verdict is
+        already committed, so the next run's `reconcile` deposits it."""
+        try:
+            return self.deposits.deposit(problem, answer, verification_id)
+        except GalahadError as exc:
+            raise GalahadError(f"deposit of problem {problem['id'][:16]} failed: {str(exc)[:300]}") from None
+
+    def run(self, run_id: str, on_progress: Callable[[Tally], None] | None = None) -> Tally:
+        cfg, t0 = self.config, time.perf_counter()
+        self.reconcile()
+        in_flight: dict = {}
+        held: dict[str, dict] = {}
+        spent: dict[str, int] = {}
+        turn = 0
+        capacity = cfg.in_flight_per_generator * len(self.generators)
+        last_renew = time.monotonic()
+
+        def submit(problem: dict, first: int) -> None:
+            nonlocal turn
+            gen = self.generators[turn % len(self.generators)]
+            turn += 1
+            count = min(cfg.round_size, cfg.sampling.k - first)
+            in_flight[gen.attempt.remote(problem, cfg.sampling, first, count)] = (problem, first + count)
+
+        while True:
+            room = capacity - len(in_flight)
+            if cfg.limit is not None:
+                room = min(room, cfg.limit - self.tally.problems)
+            if room > 0:
+                for problem in self.catalog.claim(room, self.worker_id, cfg.lease_seconds):
+                    held[problem["id"]] = problem
+                    self.tally.problems += 1
+                    submit(problem, 0)
+            if not in_flight:
+                break
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=cfg.lease_seconds / 4)
+            if time.monotonic() - last_renew > cfg.lease_seconds / 4:
+                self.catalog.extend_lease(list(held), self.worker_id, cfg.lease_seconds)
+                last_renew = time.monotonic()
+            for ref in ready:
+                problem, next_first = in_flight.pop(ref)
+                accepted = self._record(run_id, problem, ray.get(ref), spent)
+                if accepted:
+                    held.pop(problem["id"])
+                elif next_first < cfg.sampling.k:
+                    submit(problem, next_first)
+                else:
+                    self.catalog.mark(problem["id"], "failed")
+                    held.pop(problem["id"])
+                    self.tally.failed += 1
+                self.tally.seconds = time.perf_counter() - t0
+                if on_progress:
+                    on_progress(self.tally)
+        self.tally.seconds = time.perf_counter() - t0
+        return self.tally
+
+    def _record(self, run_id: str, problem: dict, results: list[AttemptResult], spent: dict[str, int]) -> bool:
+        """Record every attempt and its verdict (all cost tokens); deposit the first accepted one."""
+        accepted = None
+        for r in results:
+            attempt_id = self.catalog.add_attempt(
+                problem["id"], run_id, self.model_fingerprint, r.sampling, r.output_text, r.tokens,
+                r.seconds, r.cpu_seconds, r.energy_joules)
+            self.tally.attempted += 1
+            self.tally.tokens_spent += r.tokens
+            spent[problem["id"]] = spent.get(problem["id"], 0) + r.tokens
+            verdict = self.verifier.check_answer(problem["answer"], r.answer)
+            verification_id = self.catalog.add_verification(attempt_id, verdict.version, verdict.verified,
+                                                            verdict.reason)
+            if verdict.verified and accepted is None:
+                accepted = (r, verification_id)
+        if accepted is None:
+            return False
+        r, verification_id = accepted
+        self._deposit(problem, r.answer, verification_id)
+        self.tally.verified += 1
+        self.tally.deposited += 1
+        self.tally.tokens_to_solve += spent.pop(problem["id"])
+        return True
+
+
+def remote_prefill(actor):
+    """The depositor actor's `deposit` as a plain call; a worker's failure becomes its one-line reason."""
+
+    def call(segment: str, tail: dict | None, extra: dict):
+        try:
+            return ray.get(actor.deposit.remote(segment, tail, extra))
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+            msg = str(cause).strip().splitlines()[-1] if str(cause).strip() else type(cause).__name__
+            raise GalahadError(msg) from None
+
+    return call
+
+
+def summary(tally: Tally, config: LoopConfig) -> dict:
+    out = asdict(tally)
+    hours = tally.seconds / 3600 if tally.seconds else 0
+    out["verified_per_hour"] = tally.verified / hours if hours else 0.0
+    out["config"] = {**asdict(config)}
+    return out

@@ -1,0 +1,1 @@
+"""Memory: libraries, the retrieval policy, the one graft -> decode path, and answering."""

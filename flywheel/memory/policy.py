@@ -1,0 +1,31 @@
+"""The retrieval policy: which library a new problem draws on, and which prefix of it is grafted.
+
+One definition for `solve` and the evals: the first `max_solutions` solutions of the library's newest
+chain (any prefix of a chain grafts exactly at its own positions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RetrievalPolicy:
+    """How the transfer path picks memory: the first `max_solutions` of the newest chain of a library."""
+
+    max_solutions: int = 8
+    scope: str = "template"  # or "topic"
+
+    def libraries(self, template: str | None, topic: str | None) -> list[str]:
+        names = []
+        if self.scope == "template" and template:
+            names.append(f"template:{template}")
+        if topic:
+            names.append(f"topic:{topic}")
+        return names
+
+
+def library_prefix(catalog, library: str, n: int) -> str | None:
+    """The tail artifact of the first n solutions of the library's newest chain (None: empty library)."""
+    chain = catalog.library_chain(library)
+    return chain[:n][-1] if chain else None

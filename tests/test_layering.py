@@ -1,0 +1,80 @@
+"""The package map's import rules, read from the source (every import, module level or inside a function).
+
+- `workers/` never imports the catalog, memory, the loop, the evals or the CLI (it may use artifacts,
+  problem prompts and errors): the engine knows nothing of SQL or retrieval.
+- `verifier/` imports nothing from `flywheel` or `workers`: it knows nothing of Ray, tensors or SQL.
+- `migrations/` imports only the catalog schema.
+- Only `flywheel/catalog/` (and `migrations/`) import SQLAlchemy: all SQL lives in the catalog.
+- `galahad rescore` recomputes scores in a process where importing torch fails.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+WORKERS_MAY_NOT = ("galahad.flywheel.catalog", "galahad.flywheel.memory", "galahad.flywheel.learn",
+                   "galahad.flywheel.evals", "galahad.flywheel.cli")
+
+
+def imports(folder: str) -> dict[str, set[str]]:
+    """file -> every module it imports (absolute names)."""
+    out: dict[str, set[str]] = {}
+    for path in sorted((REPO / folder).rglob("*.py")):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+                names.update(f"{node.module}.{a.name}" for a in node.names)
+        out[str(path.relative_to(REPO))] = names
+    return out
+
+
+def _under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def test_the_reader_sees_imports():
+    # the rule tests below would pass vacuously if the reader missed imports: it must see known ones
+    found = imports("workers")
+    assert "galahad.flywheel.artifacts.chain" in found["workers/depositor.py"]
+    assert "galahad.workers.graft" in imports("flywheel/memory")["flywheel/memory/recall.py"]
+
+
+def test_workers_never_import_catalog_memory_learn_evals_or_cli():
+    bad = [(f, n) for f, names in imports("workers").items() for n in names
+           if any(_under(n, p) for p in WORKERS_MAY_NOT)]
+    assert bad == []
+
+
+def test_verifier_imports_neither_flywheel_nor_workers():
+    bad = [(f, n) for f, names in imports("verifier").items() for n in names
+           if _under(n, "galahad.flywheel") or _under(n, "galahad.workers")]
+    assert bad == []
+
+
+def test_migrations_import_only_the_catalog_schema():
+    bad = [(f, n) for f, names in imports("migrations").items() for n in names
+           if _under(n, "galahad") and not (_under(n, "galahad.flywheel.catalog.schema") or _under(n, "galahad.migrations"))]
+    assert bad == []
+
+
+def test_all_sql_lives_in_the_catalog():
+    bad = [(f, n) for folder in ("flywheel", "workers", "verifier", "kernels") for f, names in imports(folder).items()
+           for n in names if _under(n, "sqlalchemy") and not f.startswith("flywheel/catalog/")]
+    assert bad == []
+
+
+def test_rescore_runs_where_torch_cannot_be_imported():
+    manifest = REPO / "reports" / "recurrence-gemma3-270m.json"
+    code = ("import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None; "
+            "from galahad.flywheel.cli.main import main; rc = main(['rescore', sys.argv[1]]); "
+            "assert 'torch' in sys.modules and sys.modules['torch'] is None, 'torch was replaced'; sys.exit(rc)")
+    out = subprocess.run([sys.executable, "-c", code, str(manifest)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "OK: every hash and score matches" in out.stdout
