@@ -51,7 +51,7 @@ class Base(DeclarativeBase):
     type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
-class Problem(Base):
+class ProblemRow(Base):
     """A problem, deduplicated by normalized text; also the durable work queue (status + lease)."""
 
     __tablename__ = "problems"
@@ -75,7 +75,7 @@ class Problem(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime)
 
 
-class Run(Base):
+class RunRow(Base):
     """One invocation of the learning loop or an eval: its configuration and, once finished, a summary."""
 
     __tablename__ = "runs"
@@ -87,7 +87,7 @@ class Run(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
-class Attempt(Base):
+class AttemptRow(Base):
     """One sampled solution: which model, which sampling, what it cost."""
 
     __tablename__ = "attempts"
@@ -105,7 +105,7 @@ class Attempt(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime)
 
 
-class Verification(Base):
+class VerificationRow(Base):
     """A verifier's verdict on an attempt; the verifier version makes old verdicts re-checkable."""
 
     __tablename__ = "verifications"
@@ -118,7 +118,7 @@ class Verification(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime)
 
 
-class Artifact(Base):
+class ArtifactRow(Base):
     """A KV artifact's catalog row, parsed from its own header: the blob is the truth, the row an index."""
 
     __tablename__ = "artifacts"
@@ -139,7 +139,7 @@ class Artifact(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime)
 
 
-class Library(Base):
+class LibraryRow(Base):
     """A named collection of artifact chains, usually one per topic or template."""
 
     __tablename__ = "libraries"
@@ -150,7 +150,7 @@ class Library(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime)
 
 
-class LibraryEntry(Base):
+class LibraryEntryRow(Base):
     """Position `position` of chain `chain_index` in a library; a new chain starts when the context is full."""
 
     __tablename__ = "library_entries"
