@@ -52,9 +52,10 @@ def store_location(store: BlobStore) -> str:
 class Catalog(Queries, WorkQueue):
     """One catalog database. Thread-safe (pooled engine); open a new one in each process, never fork one."""
 
-    def __init__(self, url: str, *, migrate: bool = True):
+    def __init__(self, url: str, *, migrate: bool = True, create: bool = True):
+        """`create=False`: refuse a catalog that does not exist or has no Galahad tables (`db.open_engine`)."""
         self.url = url
-        self.engine = open_engine(url, migrate=migrate)
+        self.engine = open_engine(url, migrate=migrate, create=create)
         self.dialect = self.engine.dialect.name
 
     def close(self) -> None:

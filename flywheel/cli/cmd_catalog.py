@@ -3,7 +3,8 @@ programs. Exit codes: 0 fine, 1 fsck found something, 2 a clear one-line error (
 unreachable database, ...).
 
 The catalog is `--catalog URL` (any SQLAlchemy URL; env GALAHAD_CATALOG; default the data dir's SQLite file)
-and the store `--store PATH` (default the data dir's store). Read-only subcommands never create a catalog.
+and the store `--store PATH` (default the data dir's store). Only `import` may create a catalog: every other
+action refuses one that does not exist or has no Galahad tables (a mistyped URL must never read as empty).
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from galahad.flywheel.config import CATALOG_ENV
+from galahad.flywheel.config import CATALOG_ENV, GcConfig
 from galahad.flywheel.errors import GalahadError
 
-READ_ONLY = {"ls", "show", "stats", "find", "fsck", "export", "libraries"}
+CREATES = {"import"}  # every other action refuses a catalog that does not exist or has no Galahad tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,9 +45,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--topic", default=None)
     a.add_argument("--limit", type=int, default=50)
     cs.add_parser("fsck", parents=[common], help="re-hash every blob; report dangling rows, orphans, corruption")
+    gcc = GcConfig()
     a = cs.add_parser("gc", parents=[common], help="delete orphan blobs and temp files older than --grace")
-    a.add_argument("--grace", type=float, default=3600.0, metavar="SECONDS")
+    a.add_argument("--grace", type=float, default=gcc.grace_seconds, metavar="SECONDS")
     a.add_argument("--dry-run", action="store_true")
+    a.add_argument("--force", action="store_true",
+                   help=f"delete even more than {100 * gcc.max_fraction:.0f}%% of the store's blobs, or any when "
+                        "the catalog has no artifacts (refused otherwise: the catalog is likely the wrong one)")
     a = cs.add_parser("export", parents=[common], help="write artifacts and their rows to a bundle file")
     a.add_argument("bundle")
     a.add_argument("--library", default=None, help="only this library's chains (with ancestors)")
@@ -59,18 +64,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _open(args: argparse.Namespace):
     from galahad.flywheel.artifacts.store import LocalStore
     from galahad.flywheel.catalog import Catalog
-    from galahad.flywheel.catalog.db import parse_url
 
     url = args.paths.resolve_catalog(args.catalog)
-    u = parse_url(url)
-    db = u.database if u.get_backend_name() == "sqlite" else None
-    if db and db != ":memory:" and not Path(db).exists():
-        if args.catalog_command in READ_ONLY:
-            raise GalahadError(f"no catalog at {db} (nothing deposited yet, or a wrong --catalog/--data)")
-        if url == args.paths.catalog_url:
-            args.paths.root.mkdir(parents=True, exist_ok=True)
+    create = args.catalog_command in CREATES
+    if create and url == args.paths.catalog_url:
+        args.paths.root.mkdir(parents=True, exist_ok=True)
     store = LocalStore(args.store or args.paths.store)
-    return Catalog(url), store
+    return Catalog(url, create=create), store
 
 
 def _default(o: Any) -> Any:
@@ -205,7 +205,7 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
     elif action == "gc":
         from galahad.flywheel.catalog.fsck import gc
 
-        out = gc(cat, store, grace_seconds=args.grace, dry_run=args.dry_run)
+        out = gc(cat, store, grace_seconds=args.grace, dry_run=args.dry_run, force=args.force)
         if as_json:
             _json(out)
         else:
