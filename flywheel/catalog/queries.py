@@ -46,6 +46,14 @@ class Queries:
         with self.engine.connect() as conn:
             return _one(conn.execute(select(P).where(P.c.id == h)))
 
+    def problems_by_ids(self, ids: list[str]) -> list[dict[str, Any]]:
+        """The rows of those problem ids that exist here (bundle import checks conflicts with them)."""
+        out: list[dict[str, Any]] = []
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), 500):
+                out += _rows(conn.execute(select(P).where(P.c.id.in_(ids[i:i + 500]))))
+        return out
+
     def problem(self, problem_id: str) -> dict[str, Any]:
         row = self.problem_by_hash(problem_id)
         if row is None:
@@ -177,6 +185,12 @@ class Queries:
                 return []
             return list(conn.execute(select(ENT.c.artifact_id).where(ENT.c.library == name, ENT.c.chain_index == idx)
                                      .order_by(ENT.c.position)).scalars())
+
+    def library_slot(self, name: str, chain_index: int, position: int) -> str | None:
+        """The artifact at one position of one chain of a library, or None."""
+        with self.engine.connect() as conn:
+            return conn.execute(select(ENT.c.artifact_id).where(
+                ENT.c.library == name, ENT.c.chain_index == chain_index, ENT.c.position == position)).scalar()
 
     def library_chains(self, name: str) -> list[list[str]]:
         with self.engine.connect() as conn:
