@@ -31,9 +31,9 @@ from typing import Any
 
 from sqlalchemy import DateTime, select
 
+from galahad.flywheel.artifacts.format import read_meta
 from galahad.flywheel.artifacts.store import BlobStore, sha256_hex
 from galahad.flywheel.catalog import PUT_THREADS, Catalog, store_location
-from galahad.flywheel.artifacts.format import read_meta
 from galahad.flywheel.catalog.fsck import header_columns, row_mismatch
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError, IntegrityError

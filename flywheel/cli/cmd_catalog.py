@@ -13,7 +13,6 @@ import argparse
 import json
 import sys
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from galahad.flywheel.config import CATALOG_ENV, GcConfig
