@@ -31,7 +31,7 @@ from typing import Any
 
 from sqlalchemy import DateTime, select
 
-from galahad.flywheel.artifacts.format import read_meta
+from galahad.flywheel.artifacts.format import verify_tensors
 from galahad.flywheel.artifacts.store import BlobStore, sha256_hex
 from galahad.flywheel.catalog import PUT_THREADS, Catalog, store_location
 from galahad.flywheel.catalog.fsck import header_columns, row_mismatch
@@ -190,7 +190,7 @@ def _stage(path: Path, catalog: Catalog) -> tuple[dict[str, list[dict[str, Any]]
                     # Keep only what the header says (not the bytes): checked against its row below.
                     try:
                         blobs[blob.group(1)] = header_columns(data)
-                        extras[blob.group(1)] = read_meta(data).extra
+                        extras[blob.group(1)] = verify_tensors(data).extra  # layout, dtype, spans, finite
                     except GalahadError as exc:
                         raise GalahadError(f"malformed bundle: blob {blob.group(1)[:16]}: {exc}") from exc
                 else:
@@ -301,6 +301,23 @@ def _check_references(tables: dict[str, list[dict[str, Any]]], catalog: Catalog)
                                    f"different artifact at chain {e['chain_index']} position {e['position']}")
 
 
+def _rederive(path: Path, store: BlobStore, tables: dict[str, list[dict[str, Any]]], rederive) -> None:
+    with _open(path) as tar:
+        index = {m.name: m for m in tar if m.isreg()}
+
+        def get(aid: str) -> bytes:
+            member = index.get(f"blobs/{aid}")
+            if member is None:
+                return store.get(aid)  # a parent already in this catalog
+            data = _read(tar, member)
+            if sha256_hex(data) != aid:
+                raise IntegrityError(f"bundle changed while importing: blob {aid[:16]}")
+            return data
+
+        result = rederive.check([a["id"] for a in _parents_first(tables["artifacts"])], get)
+    result.refuse_unless_all_verified()
+
+
 def _parents_first(arts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_id, done, out = {a["id"]: a for a in arts}, set(), []
     for a in sorted(arts, key=lambda a: (a["token_start"], a["id"])):
@@ -314,10 +331,16 @@ def _parents_first(arts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike) -> dict[str, Any]:
-    """Validate the whole bundle, then put its blobs and commit its rows; refuses without writing."""
+def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, rederive=None) -> dict[str, Any]:
+    """Validate the whole bundle, then put its blobs and commit its rows; refuses without writing.
+
+    `rederive` (a `learn.rederive.Rederiver`, for `import --verify`): before anything is written, every
+    artifact is re-derived from its token ids and parent on the local engine; any whose bytes differ, or
+    that cannot be re-derived here, refuses the whole bundle."""
     path = Path(path)
     tables, sizes = _stage(path, catalog)
+    if rederive is not None:
+        _rederive(path, store, tables, rederive)
     # Second pass: re-check each blob's hash as it is written (the file may have changed since staging);
     # puts go in parallel batches because each waits on an fsync.
     with _open(path) as tar, ThreadPoolExecutor(max_workers=PUT_THREADS) as pool:

@@ -40,11 +40,15 @@ class FsckReport:
     mismatched: list[dict[str, str]] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
     temp_files: list[str] = field(default_factory=list)
+    # --verify only: re-derived on the local engine and the bytes differ; or not re-derivable here (another
+    # model/runtime, reported, not damage); None when not checked.
+    forged: list[str] | None = None
+    unverifiable: list[str] | None = None
 
     @property
     def damaged(self) -> bool:
-        """Something gc cannot fix: a row without bytes, bytes that changed, a row that lies."""
-        return bool(self.dangling or self.corrupted or self.mismatched)
+        """Something gc cannot fix: a row without bytes, bytes that changed, a row that lies, forged KV."""
+        return bool(self.dangling or self.corrupted or self.mismatched or self.forged)
 
     @property
     def ok(self) -> bool:
@@ -73,16 +77,28 @@ def row_mismatch(row: dict[str, Any], header: dict[str, Any]) -> str | None:
 
 
 def _row_vs_blob(row: dict[str, Any], data: bytes) -> str | None:
+    from galahad.flywheel.artifacts.format import verify_tensors
+
     try:
-        return row_mismatch(row, header_columns(data))
+        bad = row_mismatch(row, header_columns(data))
     except GalahadError as exc:
         return f"header: {exc}"
+    if bad:
+        return bad
+    try:
+        verify_tensors(data)  # the tensors themselves: layout, dtype and spans vs the header; finite values
+    except GalahadError as exc:
+        return f"tensors: {exc}"
+    return None
 
 
-def fsck(catalog: Catalog, store: BlobStore) -> FsckReport:
-    """Re-hash every blob in the store and check every artifact row against its blob."""
+def fsck(catalog: Catalog, store: BlobStore, rederive=None) -> FsckReport:
+    """Re-hash every blob in the store and check every artifact row against its blob (header and tensors).
+    With `rederive` (`learn.rederive.Rederiver`, `fsck --verify`) every intact artifact is also re-derived
+    from its tokens and parent on the local engine."""
     report = FsckReport()
     row_ids: set[str] = set()
+    intact: list[tuple[int, str]] = []
     with catalog.engine.connect() as conn:
         for r in conn.execution_options(yield_per=500).execute(select(ART)):
             row = dict(r._mapping)
@@ -98,6 +114,8 @@ def fsck(catalog: Catalog, store: BlobStore) -> FsckReport:
             bad = _row_vs_blob(row, data)
             if bad:
                 report.mismatched.append({"id": row["id"], "column": bad})
+            else:
+                intact.append((row["token_start"], row["id"]))
     for blob_id in store.ids():
         report.blobs += 1
         if blob_id in row_ids:
@@ -109,6 +127,9 @@ def fsck(catalog: Catalog, store: BlobStore) -> FsckReport:
     temp_files = getattr(store, "temp_files", None)
     if temp_files is not None:
         report.temp_files = sorted(str(p) for p in temp_files())
+    if rederive is not None:  # parents start before their children: sorting by start puts them first
+        result = rederive.check([aid for _start, aid in sorted(intact)], store.get)
+        report.forged, report.unverifiable = result.forged, result.unverifiable
     return report
 
 

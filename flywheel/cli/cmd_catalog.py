@@ -15,7 +15,7 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from galahad.flywheel.config import CATALOG_ENV, GcConfig
+from galahad.flywheel.config import CATALOG_ENV, DEFAULT_MODEL, GcConfig
 from galahad.flywheel.errors import GalahadError
 
 CREATES = {"import"}  # every other action refuses a catalog that does not exist or has no Galahad tables
@@ -43,7 +43,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--hash", default=None)
     a.add_argument("--topic", default=None)
     a.add_argument("--limit", type=int, default=50)
-    cs.add_parser("fsck", parents=[common], help="re-hash every blob; report dangling rows, orphans, corruption")
+    verify = argparse.ArgumentParser(add_help=False)
+    verify.add_argument("--verify", action="store_true",
+                        help="also re-derive every artifact from its token ids and parent on the local engine "
+                             "(--model) and refuse any whose bytes differ: proves the KV authentic, not just intact")
+    verify.add_argument("--model", default=DEFAULT_MODEL, help=f"engine for --verify (default {DEFAULT_MODEL})")
+    cs.add_parser("fsck", parents=[common, verify],
+                  help="re-hash every blob; report dangling rows, orphans, corruption")
     gcc = GcConfig()
     a = cs.add_parser("gc", parents=[common], help="delete orphan blobs and temp files older than --grace")
     a.add_argument("--grace", type=float, default=gcc.grace_seconds, metavar="SECONDS")
@@ -55,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("bundle")
     a.add_argument("--library", default=None, help="only this library's chains (with ancestors)")
     a.add_argument("--force", action="store_true", help="overwrite an existing file")
-    a = cs.add_parser("import", parents=[common], help="check a bundle completely, then add it")
+    a = cs.add_parser("import", parents=[common, verify], help="check a bundle completely, then add it")
     a.add_argument("bundle")
     p.set_defaults(func=run)
 
@@ -150,6 +156,16 @@ def _show(cat, ref: str, as_json: bool) -> None:
     return None
 
 
+def _rederiver(args: argparse.Namespace):
+    """The local engine's re-deriver for `--verify` (loads the model), else None."""
+    if not getattr(args, "verify", False):
+        return None
+    from galahad.flywheel.cli.session import engine_for
+    from galahad.flywheel.learn.rederive import Rederiver
+
+    return Rederiver(engine_for(args.model, args.paths))
+
+
 def run(args: argparse.Namespace) -> int:
     cat, store = _open(args)
     try:
@@ -188,13 +204,15 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
     elif action == "fsck":
         from galahad.flywheel.catalog.fsck import fsck
 
-        report = fsck(cat, store)
+        report = fsck(cat, store, rederive=_rederiver(args))
         if as_json:
             _json(report.to_dict())
         else:
             print(f"checked {report.rows:,} rows and {report.blobs:,} blobs")
-            for name in ("dangling", "corrupted", "mismatched", "orphans", "temp_files"):
+            for name in ("dangling", "corrupted", "mismatched", "orphans", "temp_files", "forged", "unverifiable"):
                 items = getattr(report, name)
+                if items is None:  # forged/unverifiable: only with --verify
+                    continue
                 print(f"{name:<11} {len(items):>8,}" + ("  (collectable: galahad catalog gc)"
                                                         if items and name in ("orphans", "temp_files") else ""))
                 for it in items[:20]:
@@ -221,7 +239,7 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
     elif action == "import":
         from galahad.flywheel.catalog.bundle import import_bundle
 
-        out = import_bundle(cat, store, args.bundle)
+        out = import_bundle(cat, store, args.bundle, rederive=_rederiver(args))
         _json(out) if as_json else print(f"imported {out['bundle']}: {out['artifacts']:,} artifacts "
                                          f"({out['bytes']:,} bytes); new rows: "
                                          + ", ".join(f"{k} {v}" for k, v in out["added"].items()))
