@@ -16,7 +16,6 @@ from galahad.flywheel.catalog.bundle import export_bundle, import_bundle
 from galahad.flywheel.catalog.fsck import fsck
 from galahad.flywheel.cli.main import main
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.learn.rederive import Rederiver
 from galahad.flywheel.memory.recall import graft_decode
 from galahad.workers.engine import Engine
 from galahad.workers.graft import deposit_span
@@ -88,6 +87,8 @@ def test_graft_checks_the_running_models_layer_layout(engine, tmp_path):
 
 
 def test_verify_rederives_and_refuses_plausible_forged_kv(engine, tmp_path, capsys, monkeypatch, model_cache):
+    from galahad.flywheel.learn.rederive import Rederiver
+
     root = _genuine(engine)
     child_ids = engine.encode("Question: What is 3 + 3?\nAnswer: 6\n", bos=False)
     cache = engine.new_cache()
