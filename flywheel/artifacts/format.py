@@ -119,12 +119,100 @@ def read_meta(data: bytes) -> ArtifactMeta:
     return ArtifactMeta.from_json(text)
 
 
+# The artifact's `dtype` (a torch dtype name) -> the safetensors dtype code and bytes per element.
+ST_DTYPES = {"float32": ("F32", 4), "float16": ("F16", 2), "bfloat16": ("BF16", 2), "float64": ("F64", 8)}
+
+
+def span_lengths(meta: ArtifactMeta) -> list[int]:
+    """Positions each layer's K/V must hold: the span for a full layer, its last min(span, W-1) for sliding."""
+    n = len(meta.token_ids)
+    out = []
+    for kind in meta.layer_kinds:
+        if kind == "full":
+            out.append(n)
+        elif kind.startswith("sliding:") and kind[8:].isdigit() and int(kind[8:]) >= 2:
+            out.append(min(n, int(kind[8:]) - 1))
+        else:
+            raise GalahadError(f"malformed artifact metadata: unknown layer kind {kind[:40]!r}")
+    return out
+
+
+def check_layout(data: bytes, meta: ArtifactMeta) -> tuple[int, int]:
+    """The tensors the header lists must be exactly what the metadata promises: one `k.<i>` and `v.<i>` per
+    layer, each of the metadata's dtype, shaped [1, kv_heads, span, head_dim] with the span its layer kind
+    keeps and the same heads/head_dim throughout, whose byte ranges tile the data. Returns (kv_heads,
+    head_dim). Reads only the header (no torch)."""
+    if meta.dtype not in ST_DTYPES:
+        raise GalahadError(f"artifact dtype {meta.dtype[:40]!r} is not one of {', '.join(ST_DTYPES)}")
+    code, width = ST_DTYPES[meta.dtype]
+    (n,) = struct.unpack("<Q", data[:8])
+    try:
+        header = json.loads(data[8 : 8 + n])
+        entries = {k: v for k, v in header.items() if k != "__metadata__"}
+    except (ValueError, AttributeError) as exc:
+        raise GalahadError("not a Galahad artifact: unreadable safetensors header") from exc
+    spans = span_lengths(meta)
+    if not spans:
+        raise GalahadError("malformed artifact metadata: no layers")
+    names = {f"{kv}.{i:03d}" for i in range(len(spans)) for kv in "kv"}
+    if set(entries) != names:
+        extra, missing = sorted(set(entries) - names), sorted(names - set(entries))
+        raise GalahadError(f"artifact tensors do not match its {len(spans)} layers "
+                           f"(missing {missing[:2]}, unexpected {[e[:20] for e in extra[:2]]})")
+    heads_dim, ranges = None, []
+    for i, span in enumerate(spans):
+        for kv in "kv":
+            name, e = f"{kv}.{i:03d}", entries[f"{kv}.{i:03d}"]
+            try:
+                dtype, shape, (lo, hi) = e["dtype"], [int(x) for x in e["shape"]], e["data_offsets"]
+            except (KeyError, TypeError, ValueError) as exc:
+                raise GalahadError(f"artifact tensor {name} has a malformed header entry") from exc
+            if dtype != code:
+                raise GalahadError(f"artifact tensor {name} is {str(dtype)[:8]}, its metadata says {meta.dtype}")
+            if len(shape) != 4 or shape[0] != 1 or shape[2] != span or shape[1] < 1 or shape[3] < 1:
+                raise GalahadError(f"artifact tensor {name} has shape {shape[:6]}, expected [1, heads, {span}, dim] "
+                                   f"for a {meta.layer_kinds[i]} layer over {len(meta.token_ids)} tokens")
+            if heads_dim is None:
+                heads_dim = (shape[1], shape[3])
+            elif (shape[1], shape[3]) != heads_dim:
+                raise GalahadError(f"artifact tensor {name} has {shape[1]} heads x {shape[3]}, others "
+                                   f"{heads_dim[0]} x {heads_dim[1]}")
+            if hi - lo != shape[0] * shape[1] * shape[2] * shape[3] * width:
+                raise GalahadError(f"artifact tensor {name}: its byte range does not match its shape")
+            ranges.append((lo, hi))
+    ranges.sort()
+    gaps = any(a[1] != b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    if ranges[0][0] != 0 or gaps or 8 + n + ranges[-1][1] != len(data):
+        raise GalahadError("artifact tensors' byte ranges do not tile the data")
+    return heads_dim
+
+
+def check_finite(keys, values, artifact_id: str) -> None:
+    """Real K/V are finite: a NaN or infinity anywhere is a forged or broken artifact."""
+    import torch
+
+    for i, (k, v) in enumerate(zip(keys, values, strict=True)):
+        if not (bool(torch.isfinite(k).all()) and bool(torch.isfinite(v).all())):
+            raise GalahadError(f"artifact {artifact_id[:16]} holds non-finite K/V (NaN or infinity) in layer {i}")
+
+
+def verify_tensors(data: bytes) -> ArtifactMeta:
+    """Everything about an artifact's tensors that needs no model: layout against the metadata
+    (`check_layout`) and finite values. Import and fsck run it on every blob; `decode` runs it too."""
+    return decode(data, sha256_hex(data)).meta
+
+
 def decode(data: bytes, expected_id: str) -> Artifact:
-    """Hash-check first, then parse: one flipped byte anywhere is refused before any tensor is built."""
+    """Hash-check first, then parse: one flipped byte anywhere is refused before any tensor is built; then
+    the tensors must match the metadata (layout, dtype, spans) and be finite."""
     actual = sha256_hex(data)
     if actual != expected_id:
         raise IntegrityError(f"artifact {expected_id[:16]} is corrupted: its bytes hash to {actual[:16]}")
     meta = read_meta(data)
+    try:
+        check_layout(data, meta)
+    except GalahadError as exc:
+        raise GalahadError(f"artifact {expected_id[:16]}: {exc}") from None
     from safetensors.torch import load as st_load
 
     try:
@@ -137,6 +225,7 @@ def decode(data: bytes, expected_id: str) -> Artifact:
         values = tuple(tensors[f"v.{i:03d}"] for i in range(n))
     except KeyError as exc:
         raise GalahadError(f"artifact {expected_id[:16]} lacks tensor {exc}") from exc
+    check_finite(keys, values, expected_id)
     return Artifact(expected_id, meta, keys, values, len(data))
 
 

@@ -96,13 +96,25 @@ class LocalStore(BlobStore):
     def put(self, data: bytes) -> str:
         blob_id = sha256_hex(data)
         target = self.path(blob_id)
-        if target.exists() and target.stat().st_size == len(data):
-            return blob_id  # content-addressed: same bytes already durable (fsck re-hashes)
+        if self._holds(target, blob_id, len(data)):
+            return blob_id  # content-addressed: these very bytes are already durable
+        # Missing, or a file that does not hash to its name (rot, a torn copy): replaced atomically.
         try:
             atomic_write(target, data)
         except OSError as exc:
             raise GalahadError(f"cannot write blob {blob_id[:16]} under {self.root}: {exc.strerror or exc}") from exc
         return blob_id
+
+    @staticmethod
+    def _holds(target: Path, blob_id: str, size: int) -> bool:
+        """Whether `target` already holds exactly the bytes of `blob_id`: a same-size file is reused only
+        after its hash is checked, never on its size alone."""
+        try:
+            if not target.is_file() or target.stat().st_size != size:
+                return False
+            return sha256_hex(target.read_bytes()) == blob_id
+        except OSError:
+            return False
 
     def get_unchecked(self, blob_id: str) -> bytes:
         try:

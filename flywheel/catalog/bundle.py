@@ -10,8 +10,9 @@ library entries. Every id is content-derived or a UUID, so rows keep their ids o
 artifact's `location` (which store holds it) is machine-local and is rewritten on import.
 
 Import validates everything before writing anything: member names (no traversal, no links), every blob's
-hash and size, every artifact header against its row (span, tokens, fingerprints), references, and
-conflicts with the target catalog. Only then are blobs put (durable) and the rows committed in one
+hash and size, every artifact header against its row (span, tokens, fingerprints), every content-derived
+key (problem id = hash of its text; an artifact's verification is a positive verdict by its model; chain
+positions extend each other), references, and conflicts with the target catalog. Only then are blobs put (durable) and the rows committed in one
 transaction.
 """
 
@@ -30,11 +31,13 @@ from typing import Any
 
 from sqlalchemy import DateTime, select
 
+from galahad.flywheel.artifacts.format import verify_tensors
 from galahad.flywheel.artifacts.store import BlobStore, sha256_hex
 from galahad.flywheel.catalog import PUT_THREADS, Catalog, store_location
 from galahad.flywheel.catalog.fsck import header_columns, row_mismatch
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError, IntegrityError
+from galahad.flywheel.problems.records import problem_hash
 
 FORMAT = "galahad-bundle/1"
 ORDER = ("problems", "runs", "attempts", "verifications", "artifacts", "libraries", "library_entries")
@@ -167,7 +170,7 @@ def _read(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
 
 def _stage(path: Path, catalog: Catalog) -> tuple[dict[str, list[dict[str, Any]]], dict[str, int]]:
     """Validate the whole bundle; returns its rows and blob sizes. Reads only."""
-    checksum, mbytes, blobs = None, None, {}
+    checksum, mbytes, blobs, extras = None, None, {}, {}
     try:
         with _open(path) as tar:
             for m in tar:
@@ -187,6 +190,7 @@ def _stage(path: Path, catalog: Catalog) -> tuple[dict[str, list[dict[str, Any]]
                     # Keep only what the header says (not the bytes): checked against its row below.
                     try:
                         blobs[blob.group(1)] = header_columns(data)
+                        extras[blob.group(1)] = verify_tensors(data).extra  # layout, dtype, spans, finite
                     except GalahadError as exc:
                         raise GalahadError(f"malformed bundle: blob {blob.group(1)[:16]}: {exc}") from exc
                 else:
@@ -217,7 +221,51 @@ def _stage(path: Path, catalog: Catalog) -> tuple[dict[str, list[dict[str, Any]]
         if bad:
             raise IntegrityError(f"corrupted bundle: artifact {a['id'][:16]} row disagrees with its bytes ({bad})")
     _check_references(tables, catalog)
+    _check_derived(tables, extras, catalog)
     return tables, sizes
+
+
+def _check_derived(tables: dict[str, list[dict[str, Any]]], extras: dict[str, dict], catalog: Catalog) -> None:
+    """Recompute every key a row derives from content and refuse a bundle whose rows claim otherwise: a
+    problem id is the hash of its text, an artifact's verification is a positive verdict on an attempt by
+    the artifact's own model (and on the problem its header names), a chain position extends the one
+    before it, and a problem already here has the same gold answer."""
+    def bad(what: str) -> None:
+        raise IntegrityError(f"corrupted bundle: {what}")
+
+    problems = {p["id"]: p for p in tables["problems"]}
+    for p in problems.values():
+        if not isinstance(p["text"], str) or problem_hash(p["text"]) != p["id"]:
+            bad(f"problem {p['id'][:16]} is not the hash of its text")
+    attempts = {a["id"]: a for a in tables["attempts"]}
+    verifications = {v["id"]: v for v in tables["verifications"]}
+    for a in tables["artifacts"]:
+        extra = extras.get(a["id"], {})
+        if a["verification_id"] is not None:
+            v = verifications[a["verification_id"]]
+            attempt = attempts[v["attempt_id"]]
+            if v["verified"] is not True:
+                bad(f"artifact {a['id'][:16]} names verification {v['id'][:12]}, which is not a positive verdict")
+            if attempt["model_fingerprint"] != a["model_fingerprint"]:
+                bad(f"artifact {a['id'][:16]} and its attempt {attempt['id'][:12]} name different models")
+            if extra.get("verification_id") not in (None, v["id"]):
+                bad(f"artifact {a['id'][:16]} row names verification {v['id'][:12]}, its header another")
+            if extra.get("problem_id") not in (None, attempt["problem_id"]):
+                bad(f"artifact {a['id'][:16]} header names problem {str(extra['problem_id'])[:16]}, its attempt "
+                    f"{attempt['problem_id'][:16]}")
+    parents = {a["id"]: a["parent_id"] for a in tables["artifacts"]}
+    slots = {(e["library"], e["chain_index"], e["position"]): e["artifact_id"] for e in tables["library_entries"]}
+    for (lib, chain, pos), aid in slots.items():
+        prev = slots.get((lib, chain, pos - 1)) if pos > 0 else None
+        if prev is None and pos > 0:
+            prev = catalog.library_slot(lib, chain, pos - 1)
+        if pos > 0 and prev is not None and parents[aid] != prev:
+            bad(f"library {lib!r} chain {chain} position {pos}: artifact {aid[:16]} does not extend {prev[:16]}")
+    for here in catalog.problems_by_ids(list(problems)):
+        mine = problems[here["id"]]
+        if here["answer"] != mine["answer"]:
+            raise GalahadError(f"bundle conflicts with this catalog: problem {here['id'][:16]} has gold answer "
+                               f"{here['answer'][:40]!r} here, {str(mine['answer'])[:40]!r} in the bundle")
 
 
 def _check_references(tables: dict[str, list[dict[str, Any]]], catalog: Catalog) -> None:
@@ -253,6 +301,23 @@ def _check_references(tables: dict[str, list[dict[str, Any]]], catalog: Catalog)
                                    f"different artifact at chain {e['chain_index']} position {e['position']}")
 
 
+def _rederive(path: Path, store: BlobStore, tables: dict[str, list[dict[str, Any]]], rederive) -> None:
+    with _open(path) as tar:
+        index = {m.name: m for m in tar if m.isreg()}
+
+        def get(aid: str) -> bytes:
+            member = index.get(f"blobs/{aid}")
+            if member is None:
+                return store.get(aid)  # a parent already in this catalog
+            data = _read(tar, member)
+            if sha256_hex(data) != aid:
+                raise IntegrityError(f"bundle changed while importing: blob {aid[:16]}")
+            return data
+
+        result = rederive.check([a["id"] for a in _parents_first(tables["artifacts"])], get)
+    result.refuse_unless_all_verified()
+
+
 def _parents_first(arts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_id, done, out = {a["id"]: a for a in arts}, set(), []
     for a in sorted(arts, key=lambda a: (a["token_start"], a["id"])):
@@ -266,10 +331,16 @@ def _parents_first(arts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike) -> dict[str, Any]:
-    """Validate the whole bundle, then put its blobs and commit its rows; refuses without writing."""
+def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, rederive=None) -> dict[str, Any]:
+    """Validate the whole bundle, then put its blobs and commit its rows; refuses without writing.
+
+    `rederive` (a `learn.rederive.Rederiver`, for `import --verify`): before anything is written, every
+    artifact is re-derived from its token ids and parent on the local engine; any whose bytes differ, or
+    that cannot be re-derived here, refuses the whole bundle."""
     path = Path(path)
     tables, sizes = _stage(path, catalog)
+    if rederive is not None:
+        _rederive(path, store, tables, rederive)
     # Second pass: re-check each blob's hash as it is written (the file may have changed since staging);
     # puts go in parallel batches because each waits on an fsync.
     with _open(path) as tar, ThreadPoolExecutor(max_workers=PUT_THREADS) as pool:

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from typing import Any
 
-from sqlalchemy import Connection, Table, exists, insert, select, update
+from sqlalchemy import Connection, Table, exists, func, insert, select, update
 from sqlalchemy import exc as sa_exc
 
 from galahad.flywheel.artifacts.store import BlobStore, check_id, sha256_hex
@@ -52,9 +52,10 @@ def store_location(store: BlobStore) -> str:
 class Catalog(Queries, WorkQueue):
     """One catalog database. Thread-safe (pooled engine); open a new one in each process, never fork one."""
 
-    def __init__(self, url: str, *, migrate: bool = True):
+    def __init__(self, url: str, *, migrate: bool = True, create: bool = True):
+        """`create=False`: refuse a catalog that does not exist or has no Galahad tables (`db.open_engine`)."""
         self.url = url
-        self.engine = open_engine(url, migrate=migrate)
+        self.engine = open_engine(url, migrate=migrate, create=create)
         self.dialect = self.engine.dialect.name
 
     def close(self) -> None:
@@ -277,20 +278,26 @@ class Catalog(Queries, WorkQueue):
         self._ensure_library(conn, name, None, None)
         # Serialize appends per library (PostgreSQL row lock; SQLite already holds the write lock).
         conn.execute(select(LIB.c.name).where(LIB.c.name == name).with_for_update())
-        parent = conn.execute(select(ART.c.parent_id).where(ART.c.id == artifact_id)).first()
+        parent = conn.execute(select(ART.c.parent_id, ART.c.model_fingerprint, ART.c.runtime_fingerprint)
+                              .where(ART.c.id == artifact_id)).first()
         if parent is None:
             raise GalahadError(f"unknown artifact {artifact_id[:16]}")
         here = conn.execute(select(ENT.c.chain_index, ENT.c.position)
                             .where(ENT.c.library == name, ENT.c.artifact_id == artifact_id)).first()
         if here is not None:
             return (here.chain_index, here.position)  # idempotent
+        # Each model/runtime sees its own chains of a library: another fingerprint's chains (an imported
+        # bundle's) never become the tail a deposit must extend.
         last = conn.execute(select(ENT.c.chain_index, ENT.c.position, ENT.c.artifact_id)
-                            .where(ENT.c.library == name)
+                            .join(ART, ART.c.id == ENT.c.artifact_id)
+                            .where(ENT.c.library == name, ART.c.model_fingerprint == parent.model_fingerprint,
+                                   ART.c.runtime_fingerprint == parent.runtime_fingerprint)
                             .order_by(ENT.c.chain_index.desc(), ENT.c.position.desc()).limit(1)).first()
+        top = conn.execute(select(func.max(ENT.c.chain_index)).where(ENT.c.library == name)).scalar()
         if last is None:
-            chain, pos = 0, 0
+            chain, pos = (0 if top is None else top + 1), 0
         elif new_chain:
-            chain, pos = last.chain_index + 1, 0
+            chain, pos = top + 1, 0
         elif parent.parent_id != last.artifact_id:
             # A chain is graftable only if each artifact extends the previous one's KV.
             raise ChainConflict(

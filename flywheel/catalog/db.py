@@ -138,12 +138,49 @@ def upgrade(engine: Engine) -> None:
             raise GalahadError(f"catalog schema is not one this Galahad knows (newer version?): {exc}") from exc
 
 
-def open_engine(url: str, migrate: bool = True) -> Engine:
-    """Connect (failing in one line if the database is unreachable) and migrate to head."""
+def _sqlite_file(u: URL) -> str | None:
+    """The file a SQLite URL names, or None for an in-memory database (`sqlite://`, `:memory:`)."""
+    db = u.database
+    if not db or db == ":memory:" or "mode=memory" in db:
+        return None
+    return db[5:].split("?", 1)[0] if db.startswith("file:") else db
+
+
+def require_existing(url: str) -> None:
+    """Refuse, before connecting (SQLite creates files on connect), a catalog that cannot exist yet."""
+    u = parse_url(url)
+    if u.get_backend_name() == "sqlite":
+        db = _sqlite_file(u)
+        if db is None:
+            raise GalahadError(f"no catalog at {redact(u)}: an in-memory database is always empty")
+        if not Path(db).is_file():
+            raise GalahadError(f"no catalog at {redact(u)} (nothing deposited yet, or a wrong --catalog, "
+                               "GALAHAD_CATALOG or --data)")
+
+
+def has_galahad_tables(engine: Engine) -> bool:
+    """Whether the database holds a Galahad schema (its migration version table with a revision)."""
+    with engine.connect() as conn:
+        current = MigrationContext.configure(conn).get_current_heads()
+        conn.rollback()
+    return bool(current)
+
+
+def open_engine(url: str, migrate: bool = True, create: bool = True) -> Engine:
+    """Connect (failing in one line if the database is unreachable) and migrate to head.
+
+    With `create=False` the catalog must already exist and hold Galahad's tables: only the commands that
+    produce catalogs (`run`, `serve`, `catalog import`) create one; a mistyped URL for any other command is
+    refused instead of silently becoming an empty catalog (which gc would read as "every blob is an orphan").
+    """
+    if not create:
+        require_existing(url)
     engine = make_engine(url)
     try:
         with engine.connect() as conn:
             conn.exec_driver_sql("SELECT 1")
+        if not create and not has_galahad_tables(engine):
+            raise GalahadError(f"no catalog at {redact(url)}: the database has no Galahad tables")
         if migrate:
             upgrade(engine)
     except (DBAPIError, SQLAlchemyError) as exc:

@@ -6,7 +6,8 @@ orphan blobs (bytes with no row: what a crash between `put` and commit leaves; c
 (a writer killed mid-write; collectable).
 
 gc deletes only orphans and temp files older than a grace period, because a live depositor's blob is an
-orphan for the instant between its `put` and its commit. If a row for a blob appears while gc is deleting
+orphan for the instant between its `put` and its commit. Without `--force` it never deletes more than half
+of the store's blobs, nor any when the catalog has no artifacts: that is what a wrong catalog looks like. If a row for a blob appears while gc is deleting
 it anyway, gc puts the bytes back.
 """
 
@@ -23,10 +24,11 @@ from sqlalchemy import select
 from galahad.flywheel.artifacts.store import BlobStore, sha256_hex
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.catalog.schema import TABLES
+from galahad.flywheel.config import GcConfig
 from galahad.flywheel.errors import GalahadError
 
 ART = TABLES["artifacts"]
-DEFAULT_GRACE_SECONDS = 3600.0
+DEFAULT_GRACE_SECONDS = GcConfig.grace_seconds
 
 
 @dataclass
@@ -38,11 +40,15 @@ class FsckReport:
     mismatched: list[dict[str, str]] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
     temp_files: list[str] = field(default_factory=list)
+    # --verify only: re-derived on the local engine and the bytes differ; or not re-derivable here (another
+    # model/runtime, reported, not damage); None when not checked.
+    forged: list[str] | None = None
+    unverifiable: list[str] | None = None
 
     @property
     def damaged(self) -> bool:
-        """Something gc cannot fix: a row without bytes, bytes that changed, a row that lies."""
-        return bool(self.dangling or self.corrupted or self.mismatched)
+        """Something gc cannot fix: a row without bytes, bytes that changed, a row that lies, forged KV."""
+        return bool(self.dangling or self.corrupted or self.mismatched or self.forged)
 
     @property
     def ok(self) -> bool:
@@ -71,16 +77,28 @@ def row_mismatch(row: dict[str, Any], header: dict[str, Any]) -> str | None:
 
 
 def _row_vs_blob(row: dict[str, Any], data: bytes) -> str | None:
+    from galahad.flywheel.artifacts.format import verify_tensors
+
     try:
-        return row_mismatch(row, header_columns(data))
+        bad = row_mismatch(row, header_columns(data))
     except GalahadError as exc:
         return f"header: {exc}"
+    if bad:
+        return bad
+    try:
+        verify_tensors(data)  # the tensors themselves: layout, dtype and spans vs the header; finite values
+    except GalahadError as exc:
+        return f"tensors: {exc}"
+    return None
 
 
-def fsck(catalog: Catalog, store: BlobStore) -> FsckReport:
-    """Re-hash every blob in the store and check every artifact row against its blob."""
+def fsck(catalog: Catalog, store: BlobStore, rederive=None) -> FsckReport:
+    """Re-hash every blob in the store and check every artifact row against its blob (header and tensors).
+    With `rederive` (`learn.rederive.Rederiver`, `fsck --verify`) every intact artifact is also re-derived
+    from its tokens and parent on the local engine."""
     report = FsckReport()
     row_ids: set[str] = set()
+    intact: list[tuple[int, str]] = []
     with catalog.engine.connect() as conn:
         for r in conn.execution_options(yield_per=500).execute(select(ART)):
             row = dict(r._mapping)
@@ -96,6 +114,8 @@ def fsck(catalog: Catalog, store: BlobStore) -> FsckReport:
             bad = _row_vs_blob(row, data)
             if bad:
                 report.mismatched.append({"id": row["id"], "column": bad})
+            else:
+                intact.append((row["token_start"], row["id"]))
     for blob_id in store.ids():
         report.blobs += 1
         if blob_id in row_ids:
@@ -107,6 +127,9 @@ def fsck(catalog: Catalog, store: BlobStore) -> FsckReport:
     temp_files = getattr(store, "temp_files", None)
     if temp_files is not None:
         report.temp_files = sorted(str(p) for p in temp_files())
+    if rederive is not None:  # parents start before their children: sorting by start puts them first
+        result = rederive.check([aid for _start, aid in sorted(intact)], store.get)
+        report.forged, report.unverifiable = result.forged, result.unverifiable
     return report
 
 
@@ -120,14 +143,34 @@ def _age(store: BlobStore, blob_id: str) -> float:
         return 0.0
 
 
+def _refuse_mass_delete(rows: set[str], blobs: int, doomed: int, max_fraction: float, catalog: Catalog) -> None:
+    """A catalog that knows none (or few) of the store's blobs is far likelier the wrong catalog than a
+    store full of garbage: refuse before deleting anything."""
+    from galahad.flywheel.catalog.db import redact
+
+    if doomed and not rows:
+        raise GalahadError(f"gc refused: catalog {redact(catalog.url)} has no artifacts, so all {doomed:,} of the "
+                           "store's blobs would be deleted (wrong --catalog or --store?); --force to delete anyway")
+    if blobs and doomed / blobs > max_fraction:
+        raise GalahadError(f"gc refused: {doomed:,} of {blobs:,} blobs ({100 * doomed / blobs:.0f}%) would be deleted, "
+                           f"more than {100 * max_fraction:.0f}% of the store; --force to delete anyway")
+
+
 def gc(catalog: Catalog, store: BlobStore, grace_seconds: float = DEFAULT_GRACE_SECONDS,
-       dry_run: bool = False) -> dict[str, Any]:
-    """Delete orphan blobs and temp files older than `grace_seconds`; never touches a blob with a row."""
+       dry_run: bool = False, force: bool = False, max_fraction: float = GcConfig.max_fraction) -> dict[str, Any]:
+    """Delete orphan blobs and temp files older than `grace_seconds`; never touches a blob with a row.
+
+    Without `force`, refuses (deleting nothing) to delete more than `max_fraction` of the store's blobs,
+    or any blob when the catalog has no artifacts."""
     rows = set(catalog.artifact_sizes())
     out: dict[str, Any] = {"removed_orphans": [], "removed_temp_files": [], "freed_bytes": 0,
                            "kept_young": 0, "restored": [], "dry_run": dry_run}
-    for blob_id in [b for b in store.ids() if b not in rows]:
-        if _age(store, blob_id) < grace_seconds:
+    blobs = list(store.ids())
+    doomed = [b for b in blobs if b not in rows and _age(store, b) >= grace_seconds]
+    if not force and not dry_run:
+        _refuse_mass_delete(rows, len(blobs), len(doomed), max_fraction, catalog)
+    for blob_id in [b for b in blobs if b not in rows]:
+        if blob_id not in doomed:
             out["kept_young"] += 1
             continue
         size = store.size(blob_id)

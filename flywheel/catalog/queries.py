@@ -23,6 +23,15 @@ ART_LIGHT = [c for c in ART.c if c.name != "token_ids"]
 _PREFIX = re.compile(r"^[0-9a-f]{8,64}$")
 
 
+Fingerprints = tuple[str, str]  # (model fingerprint, runtime fingerprint) of the running engine
+
+
+def _made_under(fingerprints: Fingerprints):
+    """Artifacts made by that model under that runtime: the only ones a graft or an extension may use."""
+    model, runtime = fingerprints
+    return and_(ART.c.model_fingerprint == model, ART.c.runtime_fingerprint == runtime)
+
+
 def _rows(result) -> list[dict[str, Any]]:
     return [dict(r._mapping) for r in result]
 
@@ -45,6 +54,14 @@ class Queries:
     def problem_by_hash(self, h: str) -> dict[str, Any] | None:
         with self.engine.connect() as conn:
             return _one(conn.execute(select(P).where(P.c.id == h)))
+
+    def problems_by_ids(self, ids: list[str]) -> list[dict[str, Any]]:
+        """The rows of those problem ids that exist here (bundle import checks conflicts with them)."""
+        out: list[dict[str, Any]] = []
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), 500):
+                out += _rows(conn.execute(select(P).where(P.c.id.in_(ids[i:i + 500]))))
+        return out
 
     def problem(self, problem_id: str) -> dict[str, Any]:
         row = self.problem_by_hash(problem_id)
@@ -81,13 +98,17 @@ class Queries:
                                                         .order_by(V.c.created_at, V.c.id)))
         return attempts
 
-    def verified_solution(self, problem_id: str) -> dict[str, Any] | None:
+    def verified_solution(self, problem_id: str, fingerprints: Fingerprints | None = None) -> dict[str, Any] | None:
         """The best verified attempt: one with a deposited artifact first, then fewest tokens, then oldest.
-        The attempt's columns plus verification_id, verifier_version and artifact_id (or None)."""
+        The attempt's columns plus verification_id, verifier_version and artifact_id (or None). With
+        `fingerprints` (model, runtime), only an artifact made under them counts as deposited."""
+        on = ART.c.verification_id == V.c.id
+        if fingerprints is not None:
+            on = and_(on, _made_under(fingerprints))
         stmt = (
             select(A, V.c.id.label("verification_id"), V.c.verifier_version, ART.c.id.label("artifact_id"))
             .join(V, V.c.attempt_id == A.c.id)
-            .outerjoin(ART, ART.c.verification_id == V.c.id)
+            .outerjoin(ART, on)
             .where(A.c.problem_id == problem_id, V.c.verified.is_(True))
             .order_by(ART.c.id.is_(None), A.c.tokens, A.c.created_at, A.c.id)
             .limit(1)
@@ -164,19 +185,34 @@ class Queries:
 
     # -- libraries ---------------------------------------------------------------------------------
 
-    def _chain_index(self, conn, name: str, chain_index: int | None) -> int | None:
+    def _chain_index(self, conn, name: str, chain_index: int | None, fingerprints: Fingerprints | None = None
+                     ) -> int | None:
         if chain_index is not None:
             return chain_index
-        return conn.execute(select(func.max(ENT.c.chain_index)).where(ENT.c.library == name)).scalar()
+        stmt = select(func.max(ENT.c.chain_index)).where(ENT.c.library == name)
+        if fingerprints is not None:
+            stmt = stmt.join(ART, ART.c.id == ENT.c.artifact_id).where(_made_under(fingerprints))
+        return conn.execute(stmt).scalar()
 
-    def library_chain(self, name: str, chain_index: int | None = None) -> list[str]:
-        """Artifact ids of one chain in order (default: the current, highest-numbered chain)."""
+    def library_chain(self, name: str, chain_index: int | None = None,
+                      fingerprints: Fingerprints | None = None) -> list[str]:
+        """Artifact ids of one chain in order (default: the current, highest-numbered chain). With
+        `fingerprints` (model, runtime): the current chain among those made under them, and only its
+        artifacts made under them: what a graft may use (another model's chains never block it)."""
         with self.engine.connect() as conn:
-            idx = self._chain_index(conn, name, chain_index)
+            idx = self._chain_index(conn, name, chain_index, fingerprints)
             if idx is None:
                 return []
-            return list(conn.execute(select(ENT.c.artifact_id).where(ENT.c.library == name, ENT.c.chain_index == idx)
-                                     .order_by(ENT.c.position)).scalars())
+            stmt = select(ENT.c.artifact_id).where(ENT.c.library == name, ENT.c.chain_index == idx)
+            if fingerprints is not None:
+                stmt = stmt.join(ART, ART.c.id == ENT.c.artifact_id).where(_made_under(fingerprints))
+            return list(conn.execute(stmt.order_by(ENT.c.position)).scalars())
+
+    def library_slot(self, name: str, chain_index: int, position: int) -> str | None:
+        """The artifact at one position of one chain of a library, or None."""
+        with self.engine.connect() as conn:
+            return conn.execute(select(ENT.c.artifact_id).where(
+                ENT.c.library == name, ENT.c.chain_index == chain_index, ENT.c.position == position)).scalar()
 
     def library_chains(self, name: str) -> list[list[str]]:
         with self.engine.connect() as conn:
@@ -187,15 +223,19 @@ class Queries:
             chains.setdefault(r.chain_index, []).append(r.artifact_id)
         return [chains[k] for k in sorted(chains)]
 
-    def library_tail(self, name: str, chain_index: int | None = None) -> dict[str, Any] | None:
-        """The last artifact of a chain (default: the current chain) with its chain_index and position."""
+    def library_tail(self, name: str, chain_index: int | None = None,
+                     fingerprints: Fingerprints | None = None) -> dict[str, Any] | None:
+        """The last artifact of a chain (default: the current chain) with its chain_index and position.
+        With `fingerprints` (model, runtime): of the current chain made under them (what a deposit extends)."""
         with self.engine.connect() as conn:
-            idx = self._chain_index(conn, name, chain_index)
+            idx = self._chain_index(conn, name, chain_index, fingerprints)
             if idx is None:
                 return None
-            return _one(conn.execute(
-                select(*ART_LIGHT, ENT.c.chain_index, ENT.c.position).join(ENT, ENT.c.artifact_id == ART.c.id)
-                .where(ENT.c.library == name, ENT.c.chain_index == idx).order_by(ENT.c.position.desc()).limit(1)))
+            stmt = (select(*ART_LIGHT, ENT.c.chain_index, ENT.c.position).join(ENT, ENT.c.artifact_id == ART.c.id)
+                    .where(ENT.c.library == name, ENT.c.chain_index == idx))
+            if fingerprints is not None:
+                stmt = stmt.where(_made_under(fingerprints))
+            return _one(conn.execute(stmt.order_by(ENT.c.position.desc()).limit(1)))
 
     def libraries(self) -> list[dict[str, Any]]:
         """Each library with chains, artifacts, stored_tokens and bytes (the `library_tokens` view)."""

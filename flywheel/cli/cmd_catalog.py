@@ -3,7 +3,8 @@ programs. Exit codes: 0 fine, 1 fsck found something, 2 a clear one-line error (
 unreachable database, ...).
 
 The catalog is `--catalog URL` (any SQLAlchemy URL; env GALAHAD_CATALOG; default the data dir's SQLite file)
-and the store `--store PATH` (default the data dir's store). Read-only subcommands never create a catalog.
+and the store `--store PATH` (default the data dir's store). Only `import` may create a catalog: every other
+action refuses one that does not exist or has no Galahad tables (a mistyped URL must never read as empty).
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ import argparse
 import json
 import sys
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from galahad.flywheel.config import CATALOG_ENV
+from galahad.flywheel.config import CATALOG_ENV, DEFAULT_MODEL, GcConfig
 from galahad.flywheel.errors import GalahadError
 
-READ_ONLY = {"ls", "show", "stats", "find", "fsck", "export", "libraries"}
+CREATES = {"import"}  # every other action refuses a catalog that does not exist or has no Galahad tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,15 +43,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--hash", default=None)
     a.add_argument("--topic", default=None)
     a.add_argument("--limit", type=int, default=50)
-    cs.add_parser("fsck", parents=[common], help="re-hash every blob; report dangling rows, orphans, corruption")
+    verify = argparse.ArgumentParser(add_help=False)
+    verify.add_argument("--verify", action="store_true",
+                        help="also re-derive every artifact from its token ids and parent on the local engine "
+                             "(--model) and refuse any whose bytes differ: proves the KV authentic, not just intact")
+    verify.add_argument("--model", default=DEFAULT_MODEL, help=f"engine for --verify (default {DEFAULT_MODEL})")
+    cs.add_parser("fsck", parents=[common, verify],
+                  help="re-hash every blob; report dangling rows, orphans, corruption")
+    gcc = GcConfig()
     a = cs.add_parser("gc", parents=[common], help="delete orphan blobs and temp files older than --grace")
-    a.add_argument("--grace", type=float, default=3600.0, metavar="SECONDS")
+    a.add_argument("--grace", type=float, default=gcc.grace_seconds, metavar="SECONDS")
     a.add_argument("--dry-run", action="store_true")
+    a.add_argument("--force", action="store_true",
+                   help=f"delete even more than {100 * gcc.max_fraction:.0f}%% of the store's blobs, or any when "
+                        "the catalog has no artifacts (refused otherwise: the catalog is likely the wrong one)")
     a = cs.add_parser("export", parents=[common], help="write artifacts and their rows to a bundle file")
     a.add_argument("bundle")
     a.add_argument("--library", default=None, help="only this library's chains (with ancestors)")
     a.add_argument("--force", action="store_true", help="overwrite an existing file")
-    a = cs.add_parser("import", parents=[common], help="check a bundle completely, then add it")
+    a = cs.add_parser("import", parents=[common, verify], help="check a bundle completely, then add it")
     a.add_argument("bundle")
     p.set_defaults(func=run)
 
@@ -59,18 +69,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _open(args: argparse.Namespace):
     from galahad.flywheel.artifacts.store import LocalStore
     from galahad.flywheel.catalog import Catalog
-    from galahad.flywheel.catalog.db import parse_url
 
     url = args.paths.resolve_catalog(args.catalog)
-    u = parse_url(url)
-    db = u.database if u.get_backend_name() == "sqlite" else None
-    if db and db != ":memory:" and not Path(db).exists():
-        if args.catalog_command in READ_ONLY:
-            raise GalahadError(f"no catalog at {db} (nothing deposited yet, or a wrong --catalog/--data)")
-        if url == args.paths.catalog_url:
-            args.paths.root.mkdir(parents=True, exist_ok=True)
+    create = args.catalog_command in CREATES
+    if create and url == args.paths.catalog_url:
+        args.paths.root.mkdir(parents=True, exist_ok=True)
     store = LocalStore(args.store or args.paths.store)
-    return Catalog(url), store
+    return Catalog(url, create=create), store
 
 
 def _default(o: Any) -> Any:
@@ -151,6 +156,16 @@ def _show(cat, ref: str, as_json: bool) -> None:
     return None
 
 
+def _rederiver(args: argparse.Namespace):
+    """The local engine's re-deriver for `--verify` (loads the model), else None."""
+    if not getattr(args, "verify", False):
+        return None
+    from galahad.flywheel.cli.session import engine_for
+    from galahad.flywheel.learn.rederive import Rederiver
+
+    return Rederiver(engine_for(args.model, args.paths))
+
+
 def run(args: argparse.Namespace) -> int:
     cat, store = _open(args)
     try:
@@ -189,13 +204,15 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
     elif action == "fsck":
         from galahad.flywheel.catalog.fsck import fsck
 
-        report = fsck(cat, store)
+        report = fsck(cat, store, rederive=_rederiver(args))
         if as_json:
             _json(report.to_dict())
         else:
             print(f"checked {report.rows:,} rows and {report.blobs:,} blobs")
-            for name in ("dangling", "corrupted", "mismatched", "orphans", "temp_files"):
+            for name in ("dangling", "corrupted", "mismatched", "orphans", "temp_files", "forged", "unverifiable"):
                 items = getattr(report, name)
+                if items is None:  # forged/unverifiable: only with --verify
+                    continue
                 print(f"{name:<11} {len(items):>8,}" + ("  (collectable: galahad catalog gc)"
                                                         if items and name in ("orphans", "temp_files") else ""))
                 for it in items[:20]:
@@ -205,7 +222,7 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
     elif action == "gc":
         from galahad.flywheel.catalog.fsck import gc
 
-        out = gc(cat, store, grace_seconds=args.grace, dry_run=args.dry_run)
+        out = gc(cat, store, grace_seconds=args.grace, dry_run=args.dry_run, force=args.force)
         if as_json:
             _json(out)
         else:
@@ -222,7 +239,7 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
     elif action == "import":
         from galahad.flywheel.catalog.bundle import import_bundle
 
-        out = import_bundle(cat, store, args.bundle)
+        out = import_bundle(cat, store, args.bundle, rederive=_rederiver(args))
         _json(out) if as_json else print(f"imported {out['bundle']}: {out['artifacts']:,} artifacts "
                                          f"({out['bytes']:,} bytes); new rows: "
                                          + ", ".join(f"{k} {v}" for k, v in out["added"].items()))

@@ -87,7 +87,8 @@ def run_recurrence(args: argparse.Namespace) -> int:
     cfg = eval_recurrence.RecurrenceConfig(k=args.k, max_tokens=args.max_tokens, seed=args.seed, limit=args.limit)
     with catalog, Verifier() as verifier:
         engine = engine_for(args.model, paths)
-        problems = eval_recurrence.candidates(catalog, cfg.limit)
+        problems = eval_recurrence.candidates(catalog, cfg.limit,
+                                              (engine.model_fingerprint, engine.runtime_fingerprint))
         with progress_bar(len(problems), "recurrence") as tick:
             records = eval_recurrence.run(engine, catalog, store, verifier, cfg, EnergyMeter(), tick, problems)
     if not records:

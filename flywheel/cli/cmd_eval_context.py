@@ -55,7 +55,7 @@ def run_context(args: argparse.Namespace) -> int:
     from galahad.workers.engine import Engine
     from galahad.workers.model_loader import load_model
 
-    paths, catalog, store = storage(args)
+    paths, catalog, store = storage(args, create=args.grow > 0)  # growing produces a catalog
     try:
         model = args.grow_model if args.grow else args.model
         engine = Engine(load_model(model, paths.models, runtime), runtime)

@@ -50,7 +50,7 @@ def run_transfer(args: argparse.Namespace) -> int:
         if not any(lib.get("artifacts") for lib in catalog.libraries()):
             raise GalahadError("the catalog has no library yet: run `galahad run` first")
         engine = engine_for(args.model, paths)
-        specs = eval_transfer.plan(catalog, cfg)
+        specs = eval_transfer.plan(catalog, cfg, (engine.model_fingerprint, engine.runtime_fingerprint))
         with progress_bar(len(specs), "transfer") as tick:
             records = eval_transfer.run(engine, catalog, store, verifier, cfg, progress=tick, planned=specs)
         events = catalog.events()

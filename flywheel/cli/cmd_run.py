@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_spec(args.model)
     items = load_problems(args)  # validate input before touching any state
-    paths, catalog, store = storage(args)
+    paths, catalog, store = storage(args, create=True)
     embedded = catalog.url == paths.catalog_url
     with catalog, (run_lock(paths.root) if embedded else contextlib.nullcontext()):
         return _run(args, paths, catalog, store, items, embedded)
@@ -151,6 +151,11 @@ def _run(args, paths, catalog, store, items, embedded) -> int:
         catalog.release_claims()  # claims left by a killed local job: we hold the lock, so they are stale
     sampling = SamplingConfig(k=args.k, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
     config = LoopConfig(limit=args.limit, sampling=sampling)
+    # Build the model snapshot once, here, before any actor starts: actors that each built it at once
+    # read each other's half-written files on a fresh machine (the build is also locked across processes).
+    from galahad.workers.model_loader import ensure_snapshot
+
+    ensure_snapshot(args.model, paths.models)
     start_ray(args.address, paths.root / "logs" / "ray-driver.log")
     try:
         gpus = ray.cluster_resources().get("GPU", 0)

@@ -13,13 +13,21 @@ def add_storage_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", default=None, help="artifact store folder (default: the data dir's store)")
 
 
-def storage(args: argparse.Namespace):
-    """(paths, catalog, store) for a command; the catalog is migrated on open."""
+def storage(args: argparse.Namespace, create: bool = False):
+    """(paths, catalog, store) for a command; the catalog is migrated on open.
+
+    Only commands that produce a catalog (`run`, `serve`, `catalog import`) pass `create=True`; for every
+    other command a catalog that does not exist, or has no Galahad tables, is a one-line error, and
+    nothing is created (not even the data dir)."""
     from galahad.flywheel.artifacts.store import LocalStore
     from galahad.flywheel.catalog import Catalog
 
-    paths: Paths = args.paths.ensure()
-    catalog = Catalog(paths.resolve_catalog(args.catalog))
+    paths: Paths = args.paths
+    url = paths.resolve_catalog(args.catalog)
+    if create:
+        paths.ensure()
+    catalog = Catalog(url, create=create)
+    paths.ensure()
     store = LocalStore(Path(args.store).expanduser() if args.store else paths.store)
     return paths, catalog, store
 

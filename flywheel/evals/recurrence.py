@@ -24,13 +24,13 @@ class RecurrenceConfig:
     limit: int | None = 8
 
 
-def candidates(catalog, limit: int | None) -> list[dict]:
-    """Verified problems with a deposited artifact, oldest first."""
+def candidates(catalog, limit: int | None, fingerprints: tuple[str, str] | None = None) -> list[dict]:
+    """Verified problems with a deposited artifact (made under `fingerprints`, if given), oldest first."""
     out = []
     for p in catalog.find_problems(limit=10**9):
         if p["status"] != "verified":
             continue
-        sol = catalog.verified_solution(p["id"])
+        sol = catalog.verified_solution(p["id"], fingerprints)
         if sol and sol.get("artifact_id"):
             out.append({**p, "artifact_id": sol["artifact_id"]})
     return out[:limit] if limit else out

@@ -59,7 +59,8 @@ def heldout(catalog, cfg: TransferConfig) -> list[dict]:
     return chosen
 
 
-def plan(catalog, cfg: TransferConfig) -> list[tuple[Spec, dict]]:
+def plan(catalog, cfg: TransferConfig, fingerprints: tuple[str, str] | None = None) -> list[tuple[Spec, dict]]:
+    """Every (spec, meta) to run; library conditions graft only chains made under `fingerprints`."""
     libs = _library_heads(catalog)
     out = []
     for p in heldout(catalog, cfg):
@@ -73,7 +74,7 @@ def plan(catalog, cfg: TransferConfig) -> list[tuple[Spec, dict]]:
         others = sorted(name for name, lib in libs.items() if lib.get("topic") != p["topic"])
         if others:
             rng = random.Random(f"{cfg.seed}:{p['id']}")
-            tail = library_prefix(catalog, rng.choice(others), max(cfg.max_solutions))
+            tail = library_prefix(catalog, rng.choice(others), max(cfg.max_solutions), fingerprints)
             out.append((spec("random", "query", tail), meta))
         own = f"template:{p['template']}" if p["split"] == "heldout_instances" else None
         scopes = [("template", own)] if own in libs else []
@@ -81,7 +82,7 @@ def plan(catalog, cfg: TransferConfig) -> list[tuple[Spec, dict]]:
                    and name != own][:1]
         for scope, library in scopes:
             for n in cfg.max_solutions:
-                tail = library_prefix(catalog, library, n)
+                tail = library_prefix(catalog, library, n, fingerprints)
                 if tail:
                     out.append((spec(f"library:{scope}:n{n}", "query", tail), meta))
     return out
@@ -90,7 +91,8 @@ def plan(catalog, cfg: TransferConfig) -> list[tuple[Spec, dict]]:
 def run(engine, catalog, store, verifier, cfg: TransferConfig, meter=None, progress=None,
         planned: list | None = None) -> list[dict]:
     records = []
-    for spec, meta in planned if planned is not None else plan(catalog, cfg):
+    fingerprints = (engine.model_fingerprint, engine.runtime_fingerprint)
+    for spec, meta in planned if planned is not None else plan(catalog, cfg, fingerprints):
         records.append({**make_record(engine, store, verifier, spec, meter), **meta})
         if progress:
             progress()

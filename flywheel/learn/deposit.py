@@ -32,8 +32,12 @@ class Deposited:
 
 
 class LibraryDeposits:
-    def __init__(self, catalog: Catalog, store: BlobStore, prefill: Prefill, attempts: int = 3):
+    def __init__(self, catalog: Catalog, store: BlobStore, prefill: Prefill, attempts: int = 3,
+                 fingerprints: tuple[str, str] | None = None):
+        """`fingerprints`: the depositor's (model, runtime); only chains made under them are extended, so
+        artifacts of another model or runtime in the same library (an imported bundle's) never block."""
         self.catalog, self.store, self.prefill, self.attempts = catalog, store, prefill, attempts
+        self.fingerprints = fingerprints
 
     def deposit(self, problem: dict, answer: str, verification_id: str) -> Deposited:
         """Deposit after the library's current tail. Another depositor may append first (jobs sharing a
@@ -43,7 +47,7 @@ class LibraryDeposits:
         segment = prompts.solution_segment(problem["text"], answer)
         extra = {"problem_id": problem["id"], "library": lib, "verification_id": verification_id}
         for attempt in range(self.attempts):
-            tail = self.catalog.library_tail(lib)
+            tail = self.catalog.library_tail(lib, fingerprints=self.fingerprints)
             span = self.prefill(segment, tail and {"id": tail["id"], "token_end": tail["token_end"]}, extra)
             try:
                 self.catalog.deposit(self.store, span.data, verification_id=verification_id, library=lib,
@@ -52,7 +56,7 @@ class LibraryDeposits:
                 if attempt == self.attempts - 1:
                     raise
                 continue
-            placed = self.catalog.library_tail(lib)
+            placed = self.catalog.library_tail(lib, fingerprints=self.fingerprints)
             return Deposited(span.artifact_id, lib, placed["chain_index"], placed["position"], span.start,
                              span.tokens)
         raise AssertionError("unreachable")
@@ -67,4 +71,5 @@ class LocalDepositor(LibraryDeposits):
 
         self.worker = Depositor(model, model_cache, runtime, store_path, chain_max_tokens)
         self.engine = self.worker.engine
-        super().__init__(Catalog(catalog_url), LocalStore(store_path), self.worker.deposit)
+        super().__init__(Catalog(catalog_url), LocalStore(store_path), self.worker.deposit,
+                         fingerprints=self.worker.fingerprints)

@@ -60,7 +60,8 @@ class Flywheel:
         self.catalog = catalog
         self.generators = generators
         self.depositor = depositor
-        self.deposits = LibraryDeposits(catalog, store, remote_prefill(depositor))
+        fingerprints = tuple(ray.get(depositor.fingerprint_pair.remote()))
+        self.deposits = LibraryDeposits(catalog, store, remote_prefill(depositor), fingerprints=fingerprints)
         self.model_fingerprint = model_fingerprint
         self.config = config
         self.verifier = verifier or Verifier()

@@ -25,7 +25,8 @@ class RetrievalPolicy:
         return names
 
 
-def library_prefix(catalog, library: str, n: int) -> str | None:
-    """The tail artifact of the first n solutions of the library's newest chain (None: empty library)."""
-    chain = catalog.library_chain(library)
+def library_prefix(catalog, library: str, n: int, fingerprints: tuple[str, str] | None = None) -> str | None:
+    """The tail artifact of the first n solutions of the library's newest chain (None: empty library).
+    With `fingerprints` (the engine's model, runtime): the newest chain made under them."""
+    chain = catalog.library_chain(library, fingerprints=fingerprints)
     return chain[:n][-1] if chain else None

@@ -50,6 +50,11 @@ class Solver:
         self.verifier = verifier or Verifier()
         self.max_tokens, self.base_max_tokens = max_tokens, base_max_tokens
 
+    @property
+    def fingerprints(self) -> tuple[str, str]:
+        """Only artifacts made by this engine's model under its runtime are grafted (others are ignored)."""
+        return self.engine.model_fingerprint, self.engine.runtime_fingerprint
+
     def classify(self, text: str) -> dict | None:
         """Find the template/topic of a new problem from catalog problems of the same shape."""
         target = shape(text)
@@ -70,7 +75,7 @@ class Solver:
 
     def recurrence(self, text: str) -> Answer | None:
         problem = self.catalog.problem_by_hash(problem_hash(text))
-        sol = self.catalog.verified_solution(problem["id"]) if problem else None
+        sol = self.catalog.verified_solution(problem["id"], self.fingerprints) if problem else None
         if not sol or not sol.get("artifact_id"):
             return None
         ans = self.graft_answer(text, sol["artifact_id"], "recurrence")
@@ -80,7 +85,7 @@ class Solver:
 
     def transfer_chain(self, template: str | None, topic: str | None, policy: RetrievalPolicy) -> str | None:
         for name in policy.libraries(template, topic):
-            tail = library_prefix(self.catalog, name, policy.max_solutions)
+            tail = library_prefix(self.catalog, name, policy.max_solutions, self.fingerprints)
             if tail:
                 return tail
         return None
