@@ -18,9 +18,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, text
+from sqlalchemy.exc import SQLAlchemyError
 
-from galahad.flywheel.artifacts.store import BlobStore, sha256_hex
+from galahad.flywheel.artifacts.store import BlobMissing, BlobStore, sha256_hex
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
@@ -36,13 +37,18 @@ class FsckReport:
     dangling: list[str] = field(default_factory=list)
     corrupted: list[str] = field(default_factory=list)
     mismatched: list[dict[str, str]] = field(default_factory=list)
+    # Entries that cannot be read as a blob: permission denied, a symlink, a FIFO or device, a wrong size.
+    unreadable: list[dict[str, str]] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
     temp_files: list[str] = field(default_factory=list)
+    database: str = "ok"  # the database's own integrity check (SQLite `PRAGMA integrity_check`)
 
     @property
     def damaged(self) -> bool:
-        """Something gc cannot fix: a row without bytes, bytes that changed, a row that lies."""
-        return bool(self.dangling or self.corrupted or self.mismatched)
+        """Something gc cannot fix: a row without bytes, bytes that changed, a row that lies, a broken
+        database file."""
+        return bool(self.dangling or self.corrupted or self.mismatched or self.unreadable
+                    or self.database != "ok")
 
     @property
     def ok(self) -> bool:
@@ -52,14 +58,15 @@ class FsckReport:
         return {**asdict(self), "ok": self.ok, "damaged": self.damaged}
 
 
-def header_columns(data: bytes) -> dict[str, Any]:
-    """The artifact-row columns a blob's own header determines (raises GalahadError if unparsable)."""
+def header_columns(data: bytes, size: int | None = None) -> dict[str, Any]:
+    """The artifact-row columns a blob's own header determines (raises GalahadError if unparsable).
+    `data` may be only the blob's first bytes (its header) when `size` gives the whole blob's size."""
     from galahad.flywheel.artifacts.format import read_meta
 
     meta = read_meta(data)
     return {
         "parent_id": meta.parent, "token_start": meta.start, "token_end": meta.end,
-        "n_tokens": len(meta.token_ids), "size": len(data), "model_fingerprint": meta.model_fingerprint,
+        "n_tokens": len(meta.token_ids), "size": len(data) if size is None else size, "model_fingerprint": meta.model_fingerprint,
         "runtime_fingerprint": meta.runtime_fingerprint, "dtype": meta.dtype,
         "layer_kinds": list(meta.layer_kinds), "token_ids": list(meta.token_ids),
     }
@@ -77,19 +84,44 @@ def _row_vs_blob(row: dict[str, Any], data: bytes) -> str | None:
         return f"header: {exc}"
 
 
+def database_check(catalog: Catalog) -> str:
+    """"ok", or the first problem the database reports about its own file (SQLite only)."""
+    if catalog.dialect != "sqlite":
+        return "ok"
+    try:
+        with catalog.engine.connect() as conn:
+            rows = [str(r[0]) for r in conn.execute(text("PRAGMA integrity_check"))]
+    except SQLAlchemyError as exc:
+        return f"integrity check failed: {str(exc.orig if getattr(exc, 'orig', None) else exc)[:200]}"
+    return "ok" if rows == ["ok"] else "; ".join(rows[:3])[:300]
+
+
+def _read(store: BlobStore, blob_id: str, size: int | None, report: FsckReport) -> bytes | None:
+    """The blob's bytes, or None with the reason recorded (never an abort on one bad entry)."""
+    try:
+        return store.get_unchecked(blob_id, size)
+    except BlobMissing:
+        report.dangling.append(blob_id)
+    except GalahadError as exc:
+        report.unreadable.append({"id": blob_id, "reason": str(exc)[:200]})
+    return None
+
+
 def fsck(catalog: Catalog, store: BlobStore) -> FsckReport:
     """Re-hash every blob in the store and check every artifact row against its blob."""
     report = FsckReport()
+    report.database = database_check(catalog)
+    if report.database != "ok":
+        return report  # rows read from a broken file prove nothing; the database must be repaired first
     row_ids: set[str] = set()
     with catalog.engine.connect() as conn:
         for r in conn.execution_options(yield_per=500).execute(select(ART)):
             row = dict(r._mapping)
             row_ids.add(row["id"])
             report.rows += 1
-            if not store.has(row["id"]):
-                report.dangling.append(row["id"])
+            data = _read(store, row["id"], row["size"], report)
+            if data is None:
                 continue
-            data = store.get_unchecked(row["id"])
             if sha256_hex(data) != row["id"]:
                 report.corrupted.append(row["id"])
                 continue
@@ -100,7 +132,10 @@ def fsck(catalog: Catalog, store: BlobStore) -> FsckReport:
         report.blobs += 1
         if blob_id in row_ids:
             continue
-        if sha256_hex(store.get_unchecked(blob_id)) != blob_id:
+        data = _read(store, blob_id, None, report)
+        if data is None:
+            continue
+        if sha256_hex(data) != blob_id:
             report.corrupted.append(blob_id)
         else:
             report.orphans.append(blob_id)
@@ -127,6 +162,8 @@ def gc(catalog: Catalog, store: BlobStore, grace_seconds: float = DEFAULT_GRACE_
     out: dict[str, Any] = {"removed_orphans": [], "removed_temp_files": [], "freed_bytes": 0,
                            "kept_young": 0, "restored": [], "dry_run": dry_run}
     for blob_id in [b for b in store.ids() if b not in rows]:
+        if not store.has(blob_id):
+            continue  # not a regular file (a symlink, a FIFO): fsck reports it; gc never follows or reads it
         if _age(store, blob_id) < grace_seconds:
             out["kept_young"] += 1
             continue

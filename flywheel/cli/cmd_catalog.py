@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from galahad.flywheel.cli.argtypes import count, finite
 from galahad.flywheel.config import CATALOG_ENV
 from galahad.flywheel.errors import GalahadError
 
@@ -33,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cs = p.add_subparsers(dest="catalog_command", required=True, metavar="ACTION")
     a = cs.add_parser("ls", parents=[common], help="list artifacts (newest first, or one library in order)")
     a.add_argument("--library", default=None)
-    a.add_argument("--limit", type=int, default=50)
+    a.add_argument("--limit", type=count(), default=50)
     a = cs.add_parser("show", parents=[common], help="one artifact (with lineage) or problem, by id or prefix")
     a.add_argument("id")
     cs.add_parser("stats", parents=[common], help="counts, stored tokens and bytes")
@@ -42,10 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("text", nargs="?", default=None)
     a.add_argument("--hash", default=None)
     a.add_argument("--topic", default=None)
-    a.add_argument("--limit", type=int, default=50)
+    a.add_argument("--limit", type=count(), default=50)
     cs.add_parser("fsck", parents=[common], help="re-hash every blob; report dangling rows, orphans, corruption")
     a = cs.add_parser("gc", parents=[common], help="delete orphan blobs and temp files older than --grace")
-    a.add_argument("--grace", type=float, default=3600.0, metavar="SECONDS")
+    a.add_argument("--grace", type=finite(), default=3600.0, metavar="SECONDS")
     a.add_argument("--dry-run", action="store_true")
     a = cs.add_parser("export", parents=[common], help="write artifacts and their rows to a bundle file")
     a.add_argument("bundle")
@@ -194,7 +195,9 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
             _json(report.to_dict())
         else:
             print(f"checked {report.rows:,} rows and {report.blobs:,} blobs")
-            for name in ("dangling", "corrupted", "mismatched", "orphans", "temp_files"):
+            if report.database != "ok":
+                print(f"database    {report.database}")
+            for name in ("dangling", "corrupted", "mismatched", "unreadable", "orphans", "temp_files"):
                 items = getattr(report, name)
                 print(f"{name:<11} {len(items):>8,}" + ("  (collectable: galahad catalog gc)"
                                                         if items and name in ("orphans", "temp_files") else ""))
