@@ -46,7 +46,7 @@ def shareable(fd: int) -> None:
     os.fchmod(fd, 0o666 & ~_umask())
 
 
-def read_regular(path: Path, limit: int, what: str) -> bytes:
+def read_regular(path: Path, limit: int, what: str, expected: int | None = None) -> bytes:
     """At most `limit` bytes of a regular file that is not a symlink. A FIFO, a device, a symlink (to
     `/dev/zero` or anything else) or a file larger than `limit` is refused before anything is read."""
     try:
@@ -61,6 +61,8 @@ def read_regular(path: Path, limit: int, what: str) -> bytes:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise GalahadError(f"{what} is not a regular file: refused")
+        if expected is not None and st.st_size != expected:
+            raise IntegrityError(f"{what} is {st.st_size:,} bytes, its catalog row declares {expected:,}")
         if st.st_size > limit:
             raise GalahadError(f"{what} is {st.st_size:,} bytes, more than the {limit:,} allowed")
         try:
@@ -162,7 +164,7 @@ class LocalStore(BlobStore):
     def get_unchecked(self, blob_id: str, size: int | None = None) -> bytes:
         limit = MAX_BLOB_BYTES if size is None else min(int(size), MAX_BLOB_BYTES)
         try:
-            data = read_regular(self.path(blob_id), limit, f"blob {blob_id[:16]} in the store {self.root}")
+            data = read_regular(self.path(blob_id), limit, f"blob {blob_id[:16]} in the store {self.root}", size)
         except BlobMissing:
             raise BlobMissing(f"blob {blob_id[:16]} is missing from the store {self.root}") from None
         if size is not None and len(data) != size:

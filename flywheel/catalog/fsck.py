@@ -93,7 +93,7 @@ def database_check(catalog: Catalog) -> str:
             rows = [str(r[0]) for r in conn.execute(text("PRAGMA integrity_check"))]
     except SQLAlchemyError as exc:
         return f"integrity check failed: {str(exc.orig if getattr(exc, 'orig', None) else exc)[:200]}"
-    return "ok" if rows == ["ok"] else "; ".join(rows[:3])[:300]
+    return "ok" if rows == ["ok"] else " ".join("; ".join(rows[:3]).split())[:300]
 
 
 def _read(store: BlobStore, blob_id: str, size: int | None, report: FsckReport) -> bytes | None:
