@@ -69,6 +69,12 @@ def read_manifest(path: str | os.PathLike) -> dict:
     for key in ("kind", "config", "records", "scores", "manifest_sha256"):
         if key not in manifest:
             raise GalahadError(f"manifest {path} lacks {key!r}")
+    shapes = {"kind": str, "config": dict, "records": list, "scores": dict, "manifest_sha256": str}
+    for key, kind in shapes.items():
+        if not isinstance(manifest[key], kind):
+            raise GalahadError(f"manifest {path}: {key!r} must be a {kind.__name__}")
+    if not all(isinstance(r, dict) for r in manifest["records"]):
+        raise GalahadError(f"manifest {path}: every record must be an object")
     return manifest
 
 
