@@ -71,13 +71,13 @@ def _check_grown(rc: int, m: dict, grow: int) -> None:
     assert all(c["equal"] and c["graft_logits_sha256"] == c["fresh_logits_sha256"] for c in checks)
     assert max(c["chain_tokens"] for c in checks) == max(b["chain_tokens"] for b in batches)  # the longest
     assert s["meets_target"] == (s["ratio"] >= 100)
-    assert rc == (0 if s["meets_target"] else 1)
+    assert rc == 0  # the ratio is reported, not judged: a complete, exact, flat run succeeds at any size
 
 
 def test_grow_keeps_memory_flat_and_grafts_exact(grown):
     _data, rc, m = grown
     _check_grown(rc, m, GROW)
-    assert m["scores"]["ratio"] < 100 and rc == 1  # this size is the mechanics, not the 100x target
+    assert m["scores"]["ratio"] < 100 and rc == 0  # below 100x is a figure, not a failure of the command
 
 
 def test_flatness_definition():
@@ -125,7 +125,7 @@ def test_graftable_needs_whole_chain_and_same_fingerprints(grown, model_cache):
     rc, report = _cli(data, model_cache, "--model", "tiny", "--threads", "1", "--checks", "1")
     s = report["scores"]
     assert s["graftable_tokens"] == m["scores"]["stored_tokens"] and s["grown_tokens"] == 0
-    assert s["rss_flat"] is None and s["graft_checks_equal"] is True and rc == 1
+    assert s["rss_flat"] is None and s["graft_checks_equal"] is True and rc == 0
     assert not [r for r in report["records"] if r["kind"] == "batch"]
 
 

@@ -13,6 +13,8 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
+from galahad.verifier.normalize import split_unit
+
 BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 # "**Answer:** 42" (markdown) and "#### 42" (GSM8K) are anchors too.
 ANCHOR = re.compile(
@@ -129,7 +131,14 @@ def extract_answer(output: str) -> Extraction | None:
         return Extraction(m.group(1), "tuple")
     last = deque(LAST_NUMBER.finditer(output), maxlen=1)
     if last:
-        return Extraction(last[0].group(0).replace("\u2212", "-"), "number")
+        # The number keeps what follows it up to the end of its sentence, as an anchored answer does,
+        # so that "10%", "10 cm" or "5 apples" reach the unit check instead of passing as a bare 10 or 5.
+        number = last[0].group(0).replace("\u2212", "-")
+        rest = output[last[0].end() : last[0].end() + 80]
+        end = SENTENCE_END.search(rest)
+        with_unit = unwrap(number + (rest[: end.start()] if end else rest))
+        value, unit = split_unit(with_unit)
+        return Extraction(with_unit if unit and value == number else number, "number")
     return None
 
 

@@ -13,8 +13,9 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from galahad.flywheel.artifacts.store import sha256_hex
+from galahad.flywheel.artifacts.store import check_id, sha256_hex
 from galahad.flywheel.errors import GalahadError, IntegrityError
+from galahad.flywheel.safe_json import loads as safe_loads
 
 if TYPE_CHECKING:  # torch loads only when tensors are built: catalog-only processes never import it
     import torch
@@ -22,6 +23,14 @@ if TYPE_CHECKING:  # torch loads only when tensors are built: catalog-only proce
 FORMAT = "galahad-kv/1"
 META_KEY = "galahad"
 MAX_HEADER = 64 * 1024 * 1024
+MAX_POSITION = 1 << 31  # token ids and positions beyond this are not a real model's
+
+
+def _count(value: Any, name: str, upper: int = MAX_POSITION) -> int:
+    """A non-negative JSON integer below `upper` (not a bool, float or string)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < upper:
+        raise ValueError(f"{name} must be an integer in [0, {upper})")
+    return value
 
 
 @dataclass(frozen=True)
@@ -61,20 +70,22 @@ class ArtifactMeta:
     @classmethod
     def from_json(cls, text: str) -> ArtifactMeta:
         try:
-            d = json.loads(text)
+            d = safe_loads(text)
+            if not isinstance(d, dict):
+                raise ValueError("metadata is not an object")
             if d.get("format") != FORMAT:
                 raise GalahadError(f"unsupported artifact format {d.get('format')!r} (expected {FORMAT})")
             meta = cls(
-                token_ids=tuple(int(t) for t in d["token_ids"]),
-                start=int(d["start"]),
-                parent=d["parent"],
+                token_ids=tuple(_count(t, "token id") for t in d["token_ids"]),
+                start=_count(d["start"], "start"),
+                parent=d["parent"] if d["parent"] is None else check_id(d["parent"]),
                 model_fingerprint=str(d["model_fingerprint"]),
                 runtime_fingerprint=str(d["runtime_fingerprint"]),
                 layer_kinds=tuple(str(k) for k in d["layer_kinds"]),
                 dtype=str(d["dtype"]),
                 extra=dict(d.get("extra") or {}),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, GalahadError) as exc:
             raise GalahadError(f"malformed artifact metadata: {exc}") from exc
         if meta.end != d.get("end"):
             raise GalahadError("malformed artifact metadata: end does not match start + len(token_ids)")
@@ -112,8 +123,10 @@ def read_meta(data: bytes) -> ArtifactMeta:
     if n > MAX_HEADER or 8 + n > len(data):
         raise GalahadError("not a Galahad artifact: bad safetensors header length")
     try:
-        header = json.loads(data[8 : 8 + n])
+        header = safe_loads(data[8 : 8 + n])
         text = header["__metadata__"][META_KEY]
+        if not isinstance(text, str):
+            raise TypeError("galahad metadata is not a string")
     except (ValueError, KeyError, TypeError) as exc:
         raise GalahadError("not a Galahad artifact: no galahad metadata in the safetensors header") from exc
     return ArtifactMeta.from_json(text)

@@ -7,9 +7,11 @@ points at missing or partial bytes.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
+import stat
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -18,6 +20,58 @@ from pathlib import Path
 from galahad.flywheel.errors import GalahadError, IntegrityError
 
 _ID = re.compile(r"^[0-9a-f]{64}$")
+# No artifact is larger (1 GiB is ~29k tokens of gemma3-270m fp32 KV in one span); a bigger "blob" (a sparse
+# file, say) is refused unread. Readers that know the row's declared size pass it and read no more.
+MAX_BLOB_BYTES = 1 << 30
+
+
+class BlobMissing(GalahadError):
+    """No blob (of any kind) under that id."""
+
+
+def _umask() -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
+def shareable(fd: int) -> None:
+    """Give a file made by `mkstemp` (0600) the mode a plain `open` would (0644 under umask 022), so a
+    shared store or a bundle is readable by the other users the umask allows."""
+    os.fchmod(fd, 0o666 & ~_umask())
+
+
+def read_regular(path: Path, limit: int, what: str, expected: int | None = None) -> bytes:
+    """At most `limit` bytes of a regular file that is not a symlink. A FIFO, a device, a symlink (to
+    `/dev/zero` or anything else) or a file larger than `limit` is refused before anything is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise BlobMissing(f"{what} is missing") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise GalahadError(f"{what} is a symlink: refused") from None
+        raise GalahadError(f"cannot read {what}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise GalahadError(f"{what} is not a regular file: refused")
+        if expected is not None and st.st_size != expected:
+            raise IntegrityError(f"{what} is {st.st_size:,} bytes, its catalog row declares {expected:,}")
+        if st.st_size > limit:
+            raise GalahadError(f"{what} is {st.st_size:,} bytes, more than the {limit:,} allowed")
+        try:
+            data = f.read(limit + 1)
+        except OSError as exc:
+            raise GalahadError(f"cannot read {what}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise GalahadError(f"{what} grew past {limit:,} bytes while being read")
+    return data
 
 
 def sha256_hex(data: bytes) -> str:
@@ -38,7 +92,9 @@ class BlobStore(ABC):
     def put(self, data: bytes) -> str: ...
 
     @abstractmethod
-    def get_unchecked(self, blob_id: str) -> bytes: ...
+    def get_unchecked(self, blob_id: str, size: int | None = None) -> bytes:
+        """The bytes (not hash-checked). With `size` (what the catalog row declares), a blob of any
+        other size is refused without reading more than `size` bytes."""
 
     @abstractmethod
     def has(self, blob_id: str) -> bool: ...
@@ -52,8 +108,8 @@ class BlobStore(ABC):
     @abstractmethod
     def size(self, blob_id: str) -> int: ...
 
-    def get(self, blob_id: str) -> bytes:
-        data = self.get_unchecked(check_id(blob_id))
+    def get(self, blob_id: str, size: int | None = None) -> bytes:
+        data = self.get_unchecked(check_id(blob_id), size)
         actual = sha256_hex(data)
         if actual != blob_id:
             raise IntegrityError(f"blob {blob_id[:16]} is corrupted: its bytes hash to {actual[:16]}")
@@ -65,6 +121,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
     try:
+        shareable(fd)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -107,23 +164,31 @@ class LocalStore(BlobStore):
 
     @staticmethod
     def _holds(target: Path, blob_id: str, size: int) -> bool:
-        """Whether `target` already holds exactly the bytes of `blob_id`: a same-size file is reused only
-        after its hash is checked, never on its size alone."""
+        """Whether `target` already holds exactly the bytes of `blob_id`: a same-size regular file is
+        reused only after its hash is checked, never on its size alone (a symlink or FIFO never is)."""
         try:
-            if not target.is_file() or target.stat().st_size != size:
+            st = os.lstat(target)
+            if not stat.S_ISREG(st.st_mode) or st.st_size != size:
                 return False
-            return sha256_hex(target.read_bytes()) == blob_id
-        except OSError:
+            return sha256_hex(read_regular(target, size, f"blob {blob_id[:16]}", size)) == blob_id
+        except (OSError, GalahadError):
             return False
 
-    def get_unchecked(self, blob_id: str) -> bytes:
+    def get_unchecked(self, blob_id: str, size: int | None = None) -> bytes:
+        limit = MAX_BLOB_BYTES if size is None else min(int(size), MAX_BLOB_BYTES)
         try:
-            return self.path(blob_id).read_bytes()
-        except FileNotFoundError:
-            raise GalahadError(f"blob {blob_id[:16]} is missing from the store {self.root}") from None
+            data = read_regular(self.path(blob_id), limit, f"blob {blob_id[:16]} in the store {self.root}", size)
+        except BlobMissing:
+            raise BlobMissing(f"blob {blob_id[:16]} is missing from the store {self.root}") from None
+        if size is not None and len(data) != size:
+            raise IntegrityError(f"blob {blob_id[:16]} is {len(data):,} bytes, its row declares {size:,}")
+        return data
 
     def has(self, blob_id: str) -> bool:
-        return self.path(blob_id).is_file()
+        try:
+            return stat.S_ISREG(os.lstat(self.path(blob_id)).st_mode)
+        except FileNotFoundError:
+            return False
 
     def delete(self, blob_id: str) -> None:
         try:
@@ -135,8 +200,8 @@ class LocalStore(BlobStore):
         if not self.root.is_dir():
             return
         for p in sorted(self.root.glob("??/??/*")):
-            if p.is_file() and _ID.match(p.name):
-                yield p.name
+            if _ID.match(p.name):
+                yield p.name  # whatever its kind: a symlink or FIFO posing as a blob is fsck's to report
 
     def temp_files(self) -> Iterator[Path]:
         """Leftovers of writers killed mid-write: never visible as blobs, collectable by gc."""
@@ -144,4 +209,4 @@ class LocalStore(BlobStore):
             yield from self.root.glob("??/??/.tmp-*")
 
     def size(self, blob_id: str) -> int:
-        return self.path(blob_id).stat().st_size
+        return os.lstat(self.path(blob_id)).st_size

@@ -18,10 +18,13 @@ transaction.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import math
 import os
 import re
+import stat
 import tarfile
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -29,22 +32,27 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import DateTime, select
+from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, String, select
+from sqlalchemy.exc import SQLAlchemyError
 
-from galahad.flywheel.artifacts.format import verify_tensors
-from galahad.flywheel.artifacts.store import BlobStore, sha256_hex
+from galahad.flywheel.artifacts.format import MAX_HEADER, read_meta, verify_tensors
+from galahad.flywheel.artifacts.store import MAX_BLOB_BYTES, BlobStore, sha256_hex, shareable
 from galahad.flywheel.catalog import PUT_THREADS, Catalog, store_location
+from galahad.flywheel.catalog.db import WRITE
 from galahad.flywheel.catalog.fsck import header_columns, row_mismatch
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError, IntegrityError
 from galahad.flywheel.problems.records import problem_hash
+from galahad.flywheel.safe_json import loads as safe_loads
 
 FORMAT = "galahad-bundle/1"
 ORDER = ("problems", "runs", "attempts", "verifications", "artifacts", "libraries", "library_entries")
 LOCAL_COLUMNS = {"artifacts": {"location"}}
 _BLOB = re.compile(r"^blobs/([0-9a-f]{64})$")
 _HEX = {"problems": 64, "artifacts": 64, "runs": 32, "attempts": 32, "verifications": 32}
-MAX_MANIFEST = 1 << 30
+MAX_MANIFEST = 256 << 20
+CHUNK = 1 << 20  # blobs are hashed in chunks: staging holds one chunk and one header, never a whole blob
+INT_MAX = (1 << 63) - 1
 PUT_BATCH_BYTES = 256 << 20  # bytes held in memory per batch of parallel puts
 
 
@@ -67,10 +75,43 @@ def _from_json(table: str, row: Any) -> dict[str, Any]:
                 out[c.name] = datetime.fromisoformat(out[c.name])
             except (TypeError, ValueError) as exc:
                 raise GalahadError(f"malformed bundle: bad time in {table}.{c.name}") from exc
+    _check_types(table, out)
     n = _HEX.get(table)
     if n and not (isinstance(out["id"], str) and re.fullmatch(f"[0-9a-f]{{{n}}}", out["id"])):
         raise GalahadError(f"malformed bundle: bad id in {table}: {str(out['id'])[:80]!r}")
     return out
+
+
+def _check_types(table: str, row: dict[str, Any]) -> None:
+    """Every value fits its column (NULL only where allowed, the right type, within length and range),
+    so a bundle's rows are refused here, before any blob is written, never by the database at commit."""
+    for c in TABLES[table].c:
+        if c.name not in row:
+            continue
+        v, t = row[c.name], c.type
+        where = f"malformed bundle: {table}.{c.name}"
+        if v is None:
+            if not c.nullable:
+                raise GalahadError(f"{where} must not be null")
+            continue
+        if isinstance(t, Boolean):
+            ok = isinstance(v, bool)
+        elif isinstance(t, Integer):  # BigInteger included
+            ok = isinstance(v, int) and not isinstance(v, bool) and -INT_MAX <= v <= INT_MAX
+        elif isinstance(t, Float):
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        elif isinstance(t, String):  # Text included
+            ok = isinstance(v, str) and (t.length is None or len(v) <= t.length) and "\x00" not in v
+            try:
+                v.encode("utf-8") if ok else None
+            except UnicodeEncodeError:
+                ok = False
+        elif isinstance(t, (DateTime, JSON)):
+            ok = True  # times are parsed above; JSON is bounded by the manifest's parser
+        else:
+            ok = False
+        if not ok:
+            raise GalahadError(f"{where} has a value of the wrong type or size: {str(v)[:60]!r}")
 
 
 def _select_rows(catalog: Catalog, library: str | None) -> dict[str, list[dict[str, Any]]]:
@@ -119,8 +160,14 @@ def export_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, l
                   overwrite: bool = False) -> dict[str, Any]:
     """Write a bundle of every artifact (or one library's, with ancestors) and its rows; atomic."""
     target = Path(path)
-    if target.exists() and not overwrite:
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not overwrite:
         raise GalahadError(f"{target} already exists (refusing to overwrite)")
+    if mode is not None and not stat.S_ISREG(mode):
+        raise GalahadError(f"{target} is not a regular file (a device, folder, link or pipe): refusing to replace it")
     if not target.parent.is_dir():
         raise GalahadError(f"folder {target.parent} does not exist")
     tables = _select_rows(catalog, library)
@@ -133,12 +180,13 @@ def export_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, l
     mbytes = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
     fd, tmp = tempfile.mkstemp(prefix=".tmp-bundle-", dir=target.parent)
     try:
+        shareable(fd)
         with os.fdopen(fd, "wb") as f:
             with tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as tar:
                 _add(tar, "MANIFEST.sha256", sha256_hex(mbytes).encode())
                 _add(tar, "manifest.json", mbytes)
                 for blob_id in manifest["blobs"]:
-                    _add(tar, f"blobs/{blob_id}", store.get(blob_id))  # hash-checked: never export rot
+                    _add(tar, f"blobs/{blob_id}", store.get(blob_id, manifest["blobs"][blob_id]))  # hash-checked
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
@@ -158,14 +206,37 @@ def _open(path: Path) -> tarfile.TarFile:
         raise GalahadError(f"malformed bundle {path.name}: not a tar file ({exc})") from exc
 
 
-def _read(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, limit: int):
+    if member.size > limit:
+        raise GalahadError(f"malformed bundle: {member.name[:120]!r} is {member.size:,} bytes, over {limit:,}")
     f = tar.extractfile(member)
     if f is None:
         raise GalahadError(f"malformed bundle: {member.name!r} is not a regular file")
-    data = f.read()
+    return f
+
+
+def _read(tar: tarfile.TarFile, member: tarfile.TarInfo, limit: int = MAX_BLOB_BYTES) -> bytes:
+    data = _extract(tar, member, limit).read(member.size)
     if len(data) != member.size:
         raise GalahadError(f"incomplete bundle: {member.name} is truncated")
     return data
+
+
+def _scan_blob(tar: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[str, bytes]:
+    """(SHA-256, header bytes) of a blob member, streamed: memory is one chunk plus the header."""
+    f = _extract(tar, member, MAX_BLOB_BYTES)
+    digest, head, seen, want = hashlib.sha256(), b"", 0, 8
+    while chunk := f.read(CHUNK):
+        digest.update(chunk)
+        at, seen = seen, seen + len(chunk)  # while the header is incomplete, len(head) == at
+        if len(head) < want:
+            head += chunk[: want - at]
+            if want == 8 and len(head) == 8:  # the safetensors header length: keep that much more
+                want = 8 + min(int.from_bytes(head, "little"), MAX_HEADER)
+                head += chunk[8 - at : want - at]
+    if seen != member.size:
+        raise GalahadError(f"incomplete bundle: {member.name} is truncated")
+    return digest.hexdigest(), head
 
 
 def _stage(path: Path, catalog: Catalog) -> tuple[dict[str, list[dict[str, Any]]], dict[str, int]]:
@@ -174,23 +245,24 @@ def _stage(path: Path, catalog: Catalog) -> tuple[dict[str, list[dict[str, Any]]
     try:
         with _open(path) as tar:
             for m in tar:
-                if not m.isreg() or m.name.startswith("/") or ".." in m.name.split("/"):
+                if (m.type not in (tarfile.REGTYPE, tarfile.AREGTYPE) or m.issparse()
+                        or m.name.startswith("/") or ".." in m.name.split("/")):
                     raise GalahadError(f"malformed bundle: refusing member {m.name[:120]!r} (not a plain relative file)")
                 blob = _BLOB.match(m.name)
                 if m.name == "MANIFEST.sha256" and checksum is None:
-                    checksum = _read(tar, m).decode("ascii", "replace").strip()
+                    checksum = _read(tar, m, 1024).decode("ascii", "replace").strip()
                 elif m.name == "manifest.json" and mbytes is None:
                     if m.size > MAX_MANIFEST:
                         raise GalahadError("malformed bundle: manifest too large")
-                    mbytes = _read(tar, m)
+                    mbytes = _read(tar, m, MAX_MANIFEST)
                 elif blob and blob.group(1) not in blobs:
-                    data = _read(tar, m)
-                    if sha256_hex(data) != blob.group(1):
+                    digest, head = _scan_blob(tar, m)
+                    if digest != blob.group(1):
                         raise IntegrityError(f"corrupted bundle: blob {blob.group(1)[:16]} does not match its hash")
                     # Keep only what the header says (not the bytes): checked against its row below.
                     try:
-                        blobs[blob.group(1)] = header_columns(data)
-                        extras[blob.group(1)] = verify_tensors(data).extra  # layout, dtype, spans, finite
+                        blobs[blob.group(1)] = header_columns(head, size=m.size)
+                        extras[blob.group(1)] = read_meta(head).extra
                     except GalahadError as exc:
                         raise GalahadError(f"malformed bundle: blob {blob.group(1)[:16]}: {exc}") from exc
                 else:
@@ -202,12 +274,12 @@ def _stage(path: Path, catalog: Catalog) -> tuple[dict[str, list[dict[str, Any]]
     if sha256_hex(mbytes) != checksum:
         raise IntegrityError("corrupted bundle: manifest.json does not match MANIFEST.sha256")
     try:
-        manifest = json.loads(mbytes)
+        manifest = safe_loads(mbytes)
         raw, sizes = manifest["tables"], manifest["blobs"]
         well_formed = (manifest["format"] == FORMAT and isinstance(sizes, dict)
                        and all(isinstance(raw[t], list) for t in ORDER))
     except (ValueError, KeyError, TypeError) as exc:
-        raise GalahadError(f"malformed bundle: manifest is not a {FORMAT} manifest") from exc
+        raise GalahadError(f"malformed bundle: manifest is not a {FORMAT} manifest ({exc})") from exc
     if not well_formed:
         raise GalahadError(f"malformed bundle: manifest is not a {FORMAT} manifest")
     tables = {t: [_from_json(t, r) for r in raw[t]] for t in ORDER}
@@ -331,6 +403,39 @@ def _parents_first(arts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _insert_all(catalog: Catalog, conn, tables: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+    return {t: sum(catalog.insert_ignore(conn, TABLES[t], [r]) for r in tables[t]) for t in ORDER}
+
+
+def _trial_insert(catalog: Catalog, tables: dict[str, list[dict[str, Any]]]) -> None:
+    """Insert every row in a transaction that is rolled back: whatever the database would refuse at
+    commit (NOT NULL, CHECK, foreign keys, types) is refused now, before any blob is written."""
+    with catalog.engine.connect() as conn:
+        conn = conn.execution_options(**{WRITE: True})
+        trans = conn.begin()
+        try:
+            _insert_all(catalog, conn, tables)
+        except SQLAlchemyError as exc:
+            detail = " ".join(str(getattr(exc, "orig", None) or exc).split())[:200]
+            raise GalahadError(f"malformed bundle: the catalog refuses its rows ({detail})") from None
+        finally:
+            trans.rollback()
+
+
+def _check_tensors(path: Path, sizes: dict[str, int]) -> None:
+    """Every blob's tensors against its header (layout, dtype, spans) and finite values, one blob in
+    memory at a time and never more than the size its row declares; before anything is written."""
+    with _open(path) as tar:
+        for m in tar:
+            blob = _BLOB.match(m.name)
+            if blob and m.isreg():
+                data = _read(tar, m, int(sizes.get(blob.group(1), 0)))
+                try:
+                    verify_tensors(data)
+                except GalahadError as exc:
+                    raise GalahadError(f"malformed bundle: blob {blob.group(1)[:16]}: tensors: {exc}") from exc
+
+
 def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, rederive=None) -> dict[str, Any]:
     """Validate the whole bundle, then put its blobs and commit its rows; refuses without writing.
 
@@ -339,6 +444,10 @@ def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, r
     that cannot be re-derived here, refuses the whole bundle."""
     path = Path(path)
     tables, sizes = _stage(path, catalog)
+    location = store_location(store)
+    tables["artifacts"] = [{**a, "location": location} for a in _parents_first(tables["artifacts"])]
+    _trial_insert(catalog, tables)
+    _check_tensors(path, sizes)
     if rederive is not None:
         _rederive(path, store, tables, rederive)
     # Second pass: re-check each blob's hash as it is written (the file may have changed since staging);
@@ -356,10 +465,7 @@ def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, r
                     list(pool.map(store.put, batch))
                     batch = []
         list(pool.map(store.put, batch))
-    location = store_location(store)
-    tables["artifacts"] = [{**a, "location": location} for a in _parents_first(tables["artifacts"])]
     added = {}
     with catalog.write() as conn:  # the blobs are durable: commit all rows at once
-        for t in ORDER:
-            added[t] = sum(catalog.insert_ignore(conn, TABLES[t], [r]) for r in tables[t])
+        added = _insert_all(catalog, conn, tables)
     return {"bundle": str(path), "artifacts": len(sizes), "bytes": sum(sizes.values()), "added": added}

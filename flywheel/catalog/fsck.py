@@ -19,9 +19,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, text
+from sqlalchemy.exc import SQLAlchemyError
 
-from galahad.flywheel.artifacts.store import BlobStore, sha256_hex
+from galahad.flywheel.artifacts.store import BlobMissing, BlobStore, sha256_hex
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.config import GcConfig
@@ -38,8 +39,11 @@ class FsckReport:
     dangling: list[str] = field(default_factory=list)
     corrupted: list[str] = field(default_factory=list)
     mismatched: list[dict[str, str]] = field(default_factory=list)
+    # Entries that cannot be read as a blob: permission denied, a symlink, a FIFO or device, a wrong size.
+    unreadable: list[dict[str, str]] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
     temp_files: list[str] = field(default_factory=list)
+    database: str = "ok"  # the database's own integrity check (SQLite `PRAGMA integrity_check`)
     # --verify only: re-derived on the local engine and the bytes differ; or not re-derivable here (another
     # model/runtime, reported, not damage); None when not checked.
     forged: list[str] | None = None
@@ -47,8 +51,10 @@ class FsckReport:
 
     @property
     def damaged(self) -> bool:
-        """Something gc cannot fix: a row without bytes, bytes that changed, a row that lies, forged KV."""
-        return bool(self.dangling or self.corrupted or self.mismatched or self.forged)
+        """Something gc cannot fix: a row without bytes, bytes that changed, a row that lies, forged KV,
+        a broken database file."""
+        return bool(self.dangling or self.corrupted or self.mismatched or self.unreadable or self.forged
+                    or self.database != "ok")
 
     @property
     def ok(self) -> bool:
@@ -58,14 +64,15 @@ class FsckReport:
         return {**asdict(self), "ok": self.ok, "damaged": self.damaged}
 
 
-def header_columns(data: bytes) -> dict[str, Any]:
-    """The artifact-row columns a blob's own header determines (raises GalahadError if unparsable)."""
+def header_columns(data: bytes, size: int | None = None) -> dict[str, Any]:
+    """The artifact-row columns a blob's own header determines (raises GalahadError if unparsable).
+    `data` may be only the blob's first bytes (its header) when `size` gives the whole blob's size."""
     from galahad.flywheel.artifacts.format import read_meta
 
     meta = read_meta(data)
     return {
         "parent_id": meta.parent, "token_start": meta.start, "token_end": meta.end,
-        "n_tokens": len(meta.token_ids), "size": len(data), "model_fingerprint": meta.model_fingerprint,
+        "n_tokens": len(meta.token_ids), "size": len(data) if size is None else size, "model_fingerprint": meta.model_fingerprint,
         "runtime_fingerprint": meta.runtime_fingerprint, "dtype": meta.dtype,
         "layer_kinds": list(meta.layer_kinds), "token_ids": list(meta.token_ids),
     }
@@ -92,11 +99,37 @@ def _row_vs_blob(row: dict[str, Any], data: bytes) -> str | None:
     return None
 
 
+def database_check(catalog: Catalog) -> str:
+    """"ok", or the first problem the database reports about its own file (SQLite only)."""
+    if catalog.dialect != "sqlite":
+        return "ok"
+    try:
+        with catalog.engine.connect() as conn:
+            rows = [str(r[0]) for r in conn.execute(text("PRAGMA integrity_check"))]
+    except SQLAlchemyError as exc:
+        return f"integrity check failed: {str(exc.orig if getattr(exc, 'orig', None) else exc)[:200]}"
+    return "ok" if rows == ["ok"] else " ".join("; ".join(rows[:3]).split())[:300]
+
+
+def _read(store: BlobStore, blob_id: str, size: int | None, report: FsckReport) -> bytes | None:
+    """The blob's bytes, or None with the reason recorded (never an abort on one bad entry)."""
+    try:
+        return store.get_unchecked(blob_id, size)
+    except BlobMissing:
+        report.dangling.append(blob_id)
+    except GalahadError as exc:
+        report.unreadable.append({"id": blob_id, "reason": str(exc)[:200]})
+    return None
+
+
 def fsck(catalog: Catalog, store: BlobStore, rederive=None) -> FsckReport:
     """Re-hash every blob in the store and check every artifact row against its blob (header and tensors).
     With `rederive` (`learn.rederive.Rederiver`, `fsck --verify`) every intact artifact is also re-derived
     from its tokens and parent on the local engine."""
     report = FsckReport()
+    report.database = database_check(catalog)
+    if report.database != "ok":
+        return report  # rows read from a broken file prove nothing; the database must be repaired first
     row_ids: set[str] = set()
     intact: list[tuple[int, str]] = []
     with catalog.engine.connect() as conn:
@@ -104,10 +137,9 @@ def fsck(catalog: Catalog, store: BlobStore, rederive=None) -> FsckReport:
             row = dict(r._mapping)
             row_ids.add(row["id"])
             report.rows += 1
-            if not store.has(row["id"]):
-                report.dangling.append(row["id"])
+            data = _read(store, row["id"], row["size"], report)
+            if data is None:
                 continue
-            data = store.get_unchecked(row["id"])
             if sha256_hex(data) != row["id"]:
                 report.corrupted.append(row["id"])
                 continue
@@ -120,7 +152,10 @@ def fsck(catalog: Catalog, store: BlobStore, rederive=None) -> FsckReport:
         report.blobs += 1
         if blob_id in row_ids:
             continue
-        if sha256_hex(store.get_unchecked(blob_id)) != blob_id:
+        data = _read(store, blob_id, None, report)
+        if data is None:
+            continue
+        if sha256_hex(data) != blob_id:
             report.corrupted.append(blob_id)
         else:
             report.orphans.append(blob_id)
@@ -166,10 +201,12 @@ def gc(catalog: Catalog, store: BlobStore, grace_seconds: float = DEFAULT_GRACE_
     out: dict[str, Any] = {"removed_orphans": [], "removed_temp_files": [], "freed_bytes": 0,
                            "kept_young": 0, "restored": [], "dry_run": dry_run}
     blobs = list(store.ids())
-    doomed = [b for b in blobs if b not in rows and _age(store, b) >= grace_seconds]
+    doomed = [b for b in blobs if b not in rows and store.has(b) and _age(store, b) >= grace_seconds]
     if not force and not dry_run:
         _refuse_mass_delete(rows, len(blobs), len(doomed), max_fraction, catalog)
     for blob_id in [b for b in blobs if b not in rows]:
+        if not store.has(blob_id):
+            continue  # not a regular file (a symlink, a FIFO): fsck reports it; gc never follows or reads it
         if blob_id not in doomed:
             out["kept_young"] += 1
             continue

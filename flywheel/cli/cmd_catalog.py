@@ -15,6 +15,7 @@ import sys
 from datetime import datetime
 from typing import Any
 
+from galahad.flywheel.cli.argtypes import count, finite
 from galahad.flywheel.config import CATALOG_ENV, DEFAULT_MODEL, GcConfig
 from galahad.flywheel.errors import GalahadError
 
@@ -33,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cs = p.add_subparsers(dest="catalog_command", required=True, metavar="ACTION")
     a = cs.add_parser("ls", parents=[common], help="list artifacts (newest first, or one library in order)")
     a.add_argument("--library", default=None)
-    a.add_argument("--limit", type=int, default=50)
+    a.add_argument("--limit", type=count(), default=50)
     a = cs.add_parser("show", parents=[common], help="one artifact (with lineage) or problem, by id or prefix")
     a.add_argument("id")
     cs.add_parser("stats", parents=[common], help="counts, stored tokens and bytes")
@@ -42,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("text", nargs="?", default=None)
     a.add_argument("--hash", default=None)
     a.add_argument("--topic", default=None)
-    a.add_argument("--limit", type=int, default=50)
+    a.add_argument("--limit", type=count(), default=50)
     verify = argparse.ArgumentParser(add_help=False)
     verify.add_argument("--verify", action="store_true",
                         help="also re-derive every artifact from its token ids and parent on the local engine "
@@ -52,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                   help="re-hash every blob; report dangling rows, orphans, corruption")
     gcc = GcConfig()
     a = cs.add_parser("gc", parents=[common], help="delete orphan blobs and temp files older than --grace")
-    a.add_argument("--grace", type=float, default=gcc.grace_seconds, metavar="SECONDS")
+    a.add_argument("--grace", type=finite(), default=gcc.grace_seconds, metavar="SECONDS")
     a.add_argument("--dry-run", action="store_true")
     a.add_argument("--force", action="store_true",
                    help=f"delete even more than {100 * gcc.max_fraction:.0f}%% of the store's blobs, or any when "
@@ -209,7 +210,10 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
             _json(report.to_dict())
         else:
             print(f"checked {report.rows:,} rows and {report.blobs:,} blobs")
-            for name in ("dangling", "corrupted", "mismatched", "orphans", "temp_files", "forged", "unverifiable"):
+            if report.database != "ok":
+                print(f"database    {report.database}")
+            for name in ("dangling", "corrupted", "mismatched", "unreadable", "orphans", "temp_files", "forged",
+                         "unverifiable"):
                 items = getattr(report, name)
                 if items is None:  # forged/unverifiable: only with --verify
                     continue

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from galahad.flywheel.cli.argtypes import SEED, count
 from galahad.flywheel.cli.session import add_storage_args, engine_for, storage
 from galahad.flywheel.config import DEFAULT_MODEL
 
@@ -21,10 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     rc = RecurrenceConfig()
     r = ev.add_parser("recurrence", help="base model vs graft on problems with a verified solution")
     r.add_argument("--model", default=DEFAULT_MODEL)
-    r.add_argument("--k", type=int, default=rc.k, help="base budget: samples per problem")
-    r.add_argument("--max-tokens", type=int, default=rc.max_tokens, help="base budget: tokens per sample")
-    r.add_argument("--limit", type=int, default=rc.limit, help=f"problems evaluated (default {rc.limit})")
-    r.add_argument("--seed", type=int, default=rc.seed)
+    r.add_argument("--k", type=count(), default=rc.k, help="base budget: samples per problem")
+    r.add_argument("--max-tokens", type=count(), default=rc.max_tokens, help="base budget: tokens per sample")
+    r.add_argument("--limit", type=count(), default=rc.limit, help=f"problems evaluated (default {rc.limit})")
+    r.add_argument("--seed", type=SEED, default=rc.seed)
     r.add_argument("--json", action="store_true")
     r.add_argument("--out", type=Path, default=None, help="manifest path (default: the reports folder)")
     add_storage_args(r)

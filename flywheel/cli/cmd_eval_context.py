@@ -10,6 +10,7 @@ import argparse
 import json
 from typing import Any
 
+from galahad.flywheel.cli.argtypes import SEED, count
 from galahad.flywheel.cli.session import add_storage_args
 from galahad.flywheel.config import DEFAULT_MODEL
 from galahad.flywheel.errors import GalahadError
@@ -23,16 +24,16 @@ def add_context_parser(eval_subparsers: argparse._SubParsersAction) -> argparse.
         "context", help="stored and graftable tokens vs the context window; resident memory while the store grows")
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help=f"model the catalog is evaluated for, without --grow (default {DEFAULT_MODEL})")
-    p.add_argument("--grow", type=int, default=0, metavar="N",
+    p.add_argument("--grow", type=count(0), default=0, metavar="N",
                    help="first deposit about N synthetic tokens, measuring RSS after every chain")
     p.add_argument("--grow-model", default=GROW_MODEL,
                    help=f"model that grows the store and is then evaluated (default {GROW_MODEL})")
-    p.add_argument("--threads", type=int, default=None,
+    p.add_argument("--threads", type=count(), default=None,
                    help=f"runtime threads (part of the runtime fingerprint; default {GROW_THREADS} with --grow, "
                         "else the default runtime's)")
-    p.add_argument("--libraries", type=int, default=8, help="synthetic libraries to spread chains over (default 8)")
-    p.add_argument("--checks", type=int, default=4, help="graft checks: the longest chain plus random ones (default 4)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--libraries", type=count(), default=8, help="synthetic libraries to spread chains over (default 8)")
+    p.add_argument("--checks", type=count(), default=4, help="graft checks: the longest chain plus random ones (default 4)")
+    p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--json", action="store_true", help="print the scores and manifest path as one JSON object")
     add_storage_args(p)
     p.set_defaults(func=run_context)
@@ -70,7 +71,10 @@ def run_context(args: argparse.Namespace) -> int:
                           "grown": manifest["growth"], "scores": manifest["scores"]}, sort_keys=True))
     else:
         print_report(manifest, str(path))
-    return 0 if manifest["scores"]["meets_target"] else 1
+    # The ratio is reported, not judged against a fixed target: only a failed graft check (or memory that
+    # grew with the store) is a failure of the command.
+    s = manifest["scores"]
+    return 0 if s["graft_checks_equal"] and s["rss_flat"] is not False else 1
 
 
 def _mb(n: int | None) -> str:

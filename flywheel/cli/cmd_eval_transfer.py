@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from galahad.flywheel.cli.argtypes import SEED, count
 from galahad.flywheel.cli.session import add_storage_args, engine_for, storage
 from galahad.flywheel.config import DEFAULT_MODEL
 
@@ -19,10 +20,10 @@ def add_transfer_parser(ev: argparse._SubParsersAction) -> None:
     t = ev.add_parser("transfer", help="held-out problems: base, empty-memory, random-artifact, library graft")
     t.add_argument("--model", default=DEFAULT_MODEL)
     t.add_argument("--families", default=",".join(tc.families))
-    t.add_argument("--per-split", type=int, default=tc.per_split,
+    t.add_argument("--per-split", type=count(), default=tc.per_split,
                    help=f"problems per family and split (default {tc.per_split})")
     t.add_argument("--max-solutions", default=ns, help=f"retrieval policies: solutions grafted (default {ns})")
-    t.add_argument("--seed", type=int, default=tc.seed)
+    t.add_argument("--seed", type=SEED, default=tc.seed)
     t.add_argument("--json", action="store_true")
     t.add_argument("--out", type=Path, default=None, help="manifest path (default: the reports folder)")
     add_storage_args(t)

@@ -8,14 +8,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from galahad.flywheel.cli.argtypes import SEED, count
 from galahad.flywheel.config import DEFAULT_MODEL
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("exactness", help="prove grafted logits are byte-identical to a fresh computation")
     p.add_argument("--model", default=DEFAULT_MODEL, help="gemma3-270m (default), tiny, or a local model folder")
-    p.add_argument("--samples", type=int, default=50, help="number of (prefix, query) pairs (default 50)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--samples", type=count(), default=50, help="number of (prefix, query) pairs (default 50)")
+    p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--mode", choices=["stock", "invariant"], default="stock", help="kernel mode")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON report to this file")
@@ -46,7 +47,9 @@ def run(args: argparse.Namespace) -> int:
         report = prove(engine, cases, ids, store)
     report["seconds"] = round(time.perf_counter() - t0, 2)
     if args.out:
-        args.out.write_text(json.dumps(report, indent=2, sort_keys=True))
+        from galahad.flywheel.artifacts.store import atomic_write
+
+        atomic_write(args.out, json.dumps(report, indent=2, sort_keys=True).encode())
     if args.json:
         print(json.dumps(report, sort_keys=True))
     else:

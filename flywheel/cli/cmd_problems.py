@@ -11,6 +11,7 @@ import json
 import re
 from collections import Counter
 
+from galahad.flywheel.cli.argtypes import SEED, count
 from galahad.flywheel.problems.records import Problem, splits
 
 
@@ -26,9 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                  ("stats", cmd_stats, "counts, topics, templates, answer kinds, splits")):
         p = verbs.add_parser(name, help=helptext)
         p.add_argument("--source", default="builtin", help="source name, rg:<dataset>, or a .jsonl file")
-        p.add_argument("-n", type=int, default=5 if name == "sample" else None,
+        p.add_argument("-n", type=count(), default=5 if name == "sample" else None,
                        help="how many problems (sample: default 5; stats: default all)")
-        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--seed", type=SEED, default=0)
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(func=func)
 

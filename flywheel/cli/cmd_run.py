@@ -12,9 +12,12 @@ import contextlib
 import fcntl
 import json
 import os
+import socket
+import stat
 import sys
 from pathlib import Path
 
+from galahad.flywheel.cli.argtypes import SEED, count, finite
 from galahad.flywheel.cli.session import add_storage_args, storage
 from galahad.flywheel.config import DEFAULT_MODEL, SeedConfig, WorkerConfig
 from galahad.flywheel.errors import GalahadError
@@ -25,18 +28,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     seeds, workers, sampling = SeedConfig(), WorkerConfig(), SamplingConfig()
     p = sub.add_parser("run", help="run the verify-then-cache learning loop")
     p.add_argument("--model", default=DEFAULT_MODEL)
-    p.add_argument("--limit", type=int, default=None, help="stop after N problems")
+    p.add_argument("--limit", type=count(), default=None, help="stop after N problems")
     p.add_argument("--problems", type=Path, default=None, help="JSONL problem file instead of built-in families")
     p.add_argument("--families", default=",".join(seeds.families), help="built-in families to seed")
-    p.add_argument("--per-family", type=int, default=seeds.per_family,
+    p.add_argument("--per-family", type=count(), default=seeds.per_family,
                    help=f"problems seeded per family (default {seeds.per_family})")
-    p.add_argument("--seed", type=int, default=seeds.seed, help="problem and sampling seed")
+    p.add_argument("--seed", type=SEED, default=seeds.seed, help="problem and sampling seed")
     p.add_argument("--all-templates", action="store_true", help="seed every problem (default: the train split)")
-    p.add_argument("--k", type=int, default=sampling.k, help="samples per problem (budget)")
-    p.add_argument("--max-tokens", type=int, default=sampling.max_tokens, help="tokens per sample (budget)")
-    p.add_argument("--temperature", type=float, default=sampling.temperature)
-    p.add_argument("--generators", type=int, default=workers.generators, help="generator actors")
-    p.add_argument("--chain-max-tokens", type=int, default=workers.chain_max_tokens,
+    p.add_argument("--k", type=count(), default=sampling.k, help="samples per problem (budget)")
+    p.add_argument("--max-tokens", type=count(), default=sampling.max_tokens, help="tokens per sample (budget)")
+    p.add_argument("--temperature", type=finite(), default=sampling.temperature)
+    p.add_argument("--generators", type=count(), default=workers.generators, help="generator actors")
+    p.add_argument("--chain-max-tokens", type=count(), default=workers.chain_max_tokens,
                    help="start a new chain past this length")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                    help="auto: cuda when the Ray cluster has GPUs (artifacts graft only under the same device)")
@@ -66,11 +69,35 @@ def load_problems(args: argparse.Namespace) -> list[dict]:
                  external_id=p.id) for p in items]
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The resolved database file of a SQLite URL (None for other databases or in-memory SQLite), so
+    `sqlite:////D/./catalog.sqlite3` and a symlink to the data dir name the same catalog."""
+    from galahad.flywheel.catalog.db import parse_url
+
+    u = parse_url(url)
+    if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:":
+        return None
+    return Path(u.database).expanduser().resolve()
+
+
+def is_embedded(url: str, paths) -> bool:
+    """Is this the data dir's own SQLite catalog, however the URL spells it?"""
+    return sqlite_file(url) == sqlite_file(paths.catalog_url)
+
+
 @contextlib.contextmanager
 def run_lock(root: Path):
-    """One local job per data dir. Holding it proves no other local job owns the embedded catalog's claims."""
+    """One local job per data dir. Holding it proves no other local job owns the embedded catalog's claims.
+    The lock file is opened without following a symlink and without truncating anything."""
     path = root / "run.lock"
-    with open(path, "w") as f:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise GalahadError(f"cannot open the run lock {path}: {exc.strerror or exc} "
+                           "(it must be a regular file, not a symlink)") from None
+    with os.fdopen(fd, "r+b") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise GalahadError(f"the run lock {path} is not a regular file")
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -92,6 +119,27 @@ def stderr_to(path: Path):
             sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)
+
+
+CONNECT_TIMEOUT_S = 3.0
+
+
+def check_address(address: str) -> None:
+    """Refuse a Ray address that is malformed or where nothing listens, in seconds: Ray itself retries
+    for most of a minute before it gives up on an address nobody answers."""
+    if address in ("auto", "local"):
+        return
+    hostport = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = hostport.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise GalahadError(f"--address must be host:port (or ray://host:port), got {address[:200]!r}")
+    try:
+        with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise GalahadError(f"cannot reach the Ray cluster at {address[:200]}: {reason}") from None
 
 
 def start_ray(address: str | None, log: Path) -> None:
@@ -123,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise GalahadError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.address:
+        check_address(args.address)
     pin_process_env(DEFAULT_RUNTIME)
     if not args.address:
         # A local cluster stays on loopback: by default Ray advertises the machine's interface address.
@@ -133,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     check_spec(args.model)
     items = load_problems(args)  # validate input before touching any state
     paths, catalog, store = storage(args, create=True)
-    embedded = catalog.url == paths.catalog_url
+    embedded = is_embedded(catalog.url, paths)
     with catalog, (run_lock(paths.root) if embedded else contextlib.nullcontext()):
         return _run(args, paths, catalog, store, items, embedded)
 

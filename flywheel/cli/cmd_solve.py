@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from galahad.flywheel.cli.argtypes import count
 from galahad.flywheel.cli.session import add_storage_args, engine_for, storage
 from galahad.flywheel.config import DEFAULT_MODEL
 
@@ -18,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL)
     p.add_argument("--template", default=None, help="template id for the transfer path (default: inferred)")
     p.add_argument("--topic", default=None, help="topic for the transfer path (default: inferred)")
-    p.add_argument("--max-solutions", type=int, default=policy.max_solutions,
+    p.add_argument("--max-solutions", type=count(), default=policy.max_solutions,
                    help=f"transfer: solutions grafted (default {policy.max_solutions})")
     p.add_argument("--json", action="store_true")
     add_storage_args(p)

@@ -11,7 +11,10 @@ import argparse
 import json
 import sys
 
+from galahad.flywheel.cli.argtypes import count, finite
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.safe_json import BadJSON
+from galahad.flywheel.safe_json import loads as safe_loads
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,8 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch", metavar="PAIRS.jsonl", help="verify every {gold, output} line (- for stdin)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
     p.add_argument("--strip-units", action="store_true", help="ignore units and percent signs (10 == 10%%)")
-    p.add_argument("--timeout", type=float, default=None, help="seconds per symbolic check (default 1)")
-    p.add_argument("--workers", type=int, default=1, help="worker processes for --batch")
+    p.add_argument("--timeout", type=finite(0.0, 60.0, open_min=True), default=None, help="seconds per symbolic check (default 1)")
+    p.add_argument("--workers", type=count(), default=1, help="worker processes for --batch")
     p.set_defaults(func=cmd_verify)
 
 
@@ -48,7 +51,9 @@ def read_pairs(lines, name: str) -> list[tuple[str, str]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = safe_loads(line)
+        except BadJSON as exc:
+            raise GalahadError(f"{name}:{number}: {exc}") from None
         except json.JSONDecodeError as exc:
             raise GalahadError(f"{name}:{number}: not valid JSON ({exc.msg})") from None
         if not isinstance(obj, dict):

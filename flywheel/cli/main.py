@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
+from typing import NoReturn
 
 from galahad.flywheel.config import DATA_ENV, Paths
 from galahad.flywheel.errors import GalahadError
@@ -25,8 +28,17 @@ COMMAND_MODULES = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (`galahad ...: error: ...`), like every other error.
+    Subparsers are made of the same class, so this holds for every subcommand."""
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog.split(" ", 1)[1] + ": " if " " in self.prog else ""
+        self.exit(2, f"galahad: error: {where}{' '.join(message.split())} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="galahad", description="Verified-knowledge KV-cache grafting.")
+    parser = Parser(prog="galahad", description="Verified-knowledge KV-cache grafting.")
     parser.add_argument(
         "--data", default=None, help=f"data dir for catalog, store and model cache (env {DATA_ENV}, default ~/.galahad)"
     )
@@ -36,21 +48,60 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+DEBUG_ENV = "GALAHAD_DEBUG"  # set to 1 for a full traceback on an unexpected error
+
+
+def _one_line(text: object, limit: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _undecodable(argv: list[str]) -> int | None:
+    """Index of the first argument that is not valid UTF-8 (Python smuggles its bytes in as surrogates)."""
+    for i, arg in enumerate(argv):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return i
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # never a UnicodeEncodeError while printing an error
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    bad = _undecodable(argv)
+    if bad is not None:
+        print(f"galahad: error: argument {bad + 1} is not valid UTF-8: "
+              f"{argv[bad].encode('utf-8', 'surrogateescape')[:60]!r}", file=sys.stderr)
+        return 2
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a usage error (one line, above) or --help: an exit code, not an exception
+        return exc.code if isinstance(exc.code, int) else 2
     args.paths = Paths.resolve(args.data)
     try:
         code = args.func(args)
     except GalahadError as exc:
-        print(f"galahad: error: {exc}", file=sys.stderr)
+        print(f"galahad: error: {_one_line(exc, 2000)}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # a full disk, a vanished folder: one line, not a traceback
-        print(f"galahad: error: {exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}", file=sys.stderr)
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"galahad: error: {_one_line(exc.strerror or exc)}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("galahad: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        if os.environ.get(DEBUG_ENV):
+            traceback.print_exc()
+        kind = "database error" if type(exc).__module__.startswith("sqlalchemy") else "internal error"
+        detail = getattr(exc, "orig", None) or exc
+        print(f"galahad: error: {kind}: {type(detail).__name__}: {_one_line(detail)} "
+              f"(set {DEBUG_ENV}=1 for a traceback)", file=sys.stderr)
+        return 3
     return int(code or 0)
 
 

@@ -15,8 +15,10 @@ from typing import Any
 
 from galahad.flywheel.artifacts.store import atomic_write
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.safe_json import loads as safe_loads
 
 MANIFEST_VERSION = 1
+MAX_MANIFEST_BYTES = 1 << 30
 
 
 def canonical(obj: Any) -> bytes:
@@ -54,16 +56,25 @@ def write_manifest(manifest: dict, path: Path) -> Path:
 
 def read_manifest(path: str | os.PathLike) -> dict:
     try:
-        manifest = json.loads(Path(path).read_text())
+        with open(path, "rb") as f:
+            manifest = safe_loads(f.read(MAX_MANIFEST_BYTES + 1), max_bytes=MAX_MANIFEST_BYTES)
     except FileNotFoundError:
         raise GalahadError(f"no manifest at {path}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise GalahadError(f"manifest {path} is not valid JSON: {exc}") from None
+    except IsADirectoryError:
+        raise GalahadError(f"{path} is a folder, not a manifest") from None
     if not isinstance(manifest, dict) or manifest.get("manifest_version") != MANIFEST_VERSION:
         raise GalahadError(f"{path} is not a Galahad manifest (version {MANIFEST_VERSION})")
     for key in ("kind", "config", "records", "scores", "manifest_sha256"):
         if key not in manifest:
             raise GalahadError(f"manifest {path} lacks {key!r}")
+    shapes = {"kind": str, "config": dict, "records": list, "scores": dict, "manifest_sha256": str}
+    for key, kind in shapes.items():
+        if not isinstance(manifest[key], kind):
+            raise GalahadError(f"manifest {path}: {key!r} must be a {kind.__name__}")
+    if not all(isinstance(r, dict) for r in manifest["records"]):
+        raise GalahadError(f"manifest {path}: every record must be an object")
     return manifest
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.evals.evidence import canonical, check_seal
 from galahad.flywheel.evals.spec import SCORERS, Spec, execute, judge
 
@@ -19,6 +20,11 @@ def _same(a, b) -> bool:
 
 
 def rescore(manifest: dict, verifier) -> dict:
+    kind = manifest["kind"]
+    if kind not in SCORERS:
+        # Comparing recorded scores with themselves would say "OK" about anything: refuse instead.
+        raise GalahadError(f"cannot rescore a {str(kind)[:40]!r} manifest: its scores are measurements, not "
+                           f"recomputable from its records (rescorable kinds: {', '.join(sorted(SCORERS))})")
     problems = check_seal(manifest)
     records = manifest["records"]
     for i, rec in enumerate(records):
@@ -30,8 +36,7 @@ def rescore(manifest: dict, verifier) -> dict:
                             f"recorded, {again['verified']} recomputed")
             rec = {**rec, **again}
             records = records[:i] + [rec] + records[i + 1:]
-    kind = manifest["kind"]
-    scores = SCORERS[kind](records, manifest["config"]) if kind in SCORERS else manifest["scores"]
+    scores = SCORERS[kind](records, manifest["config"])
     for key in sorted(set(scores) | set(manifest["scores"])):
         if not _same(scores.get(key), manifest["scores"].get(key)):
             problems.append(f"score {key!r}: recorded {str(manifest['scores'].get(key))[:60]}, "

