@@ -33,7 +33,7 @@ class Client:
         self.url, self.timeout = url.rstrip("/"), timeout
         self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
 
-    def _request(self, method: str, path: str, body: Any = None) -> tuple[bytes, dict]:
+    def _request(self, method: str, path: str, body: Any = None) -> tuple[bytes, Any]:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method)
         if data is not None:
@@ -42,7 +42,7 @@ class Client:
             req.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return resp.read(), dict(resp.headers)
+                return resp.read(), resp.headers  # case-insensitive lookups
         except urllib.error.HTTPError as exc:
             raw = exc.read()
             try:
@@ -79,8 +79,9 @@ class Client:
         """The artifact's bytes, checked against the server's SHA-256 header and the id itself."""
         data, headers = self._request("GET", f"/v1/artifacts/{urllib.parse.quote(artifact_id, safe='')}/blob")
         sha = hashlib.sha256(data).hexdigest()
-        if sha != headers.get(SHA_HEADER) or sha != artifact_id:
-            raise GalahadError(f"artifact {artifact_id[:16]}: received bytes hash to {sha[:16]}, not its id")
+        if sha != artifact_id or sha != headers.get(SHA_HEADER):
+            raise GalahadError(f"artifact {artifact_id[:16]}: received bytes hash to {sha[:16]}; the server's "
+                               f"{SHA_HEADER} header says {str(headers.get(SHA_HEADER))[:16]}")
         return data
 
     def health(self) -> dict:
