@@ -14,6 +14,7 @@ from serve_harness import GALAHAD, Served, seed_solution
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.service.client import Client, ServiceError
+from galahad.flywheel.service.learner import hold_lock
 from galahad.flywheel.service.security import authorized, is_loopback, token_for
 
 TOKEN = "test-token-0123456789abcdef"
@@ -279,6 +280,9 @@ def test_kill9_while_learning_then_serve_again_loses_and_duplicates_nothing(tmp_
         assert stats["attempts"] >= 4 and len(before) == 24, stats
     finally:
         server.kill9()
+    # The learner actor may outlive its killed driver for a moment; it holds the run lock, so taking the lock
+    # here proves no writer of the old job is left.
+    hold_lock(data / "run.lock", 120).close()
     stats, before = _queue(data)
     assert stats["by_status"].get("claimed", 0) >= 1, stats  # killed mid-work: claims left behind
     # The window a kill can hit between a verdict's commit and its deposit, made certain: a verdict committed

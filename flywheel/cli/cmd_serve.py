@@ -1,9 +1,9 @@
 """`galahad serve`: the HTTP API on Ray Serve, with the learner running beside it on the same cluster.
 
-Checks the token rule before anything starts (a non-loopback `--host` needs GALAHAD_API_TOKEN), then, as
-`galahad run` does, holds the data dir's run lock and returns stale claims to the queue (when it learns
-on the embedded catalog), starts or joins Ray, deploys the answering replicas (model loaded once per
-replica) and the learner actor, and serves until SIGINT/SIGTERM. Killed at any moment, serving again
+Checks the token rule before anything starts (a non-loopback `--host` needs GALAHAD_API_TOKEN), starts or
+joins Ray, deploys the answering replicas (model loaded once per
+replica) and the learner actor, and serves until SIGINT/SIGTERM. On the embedded catalog the learner
+actor holds the data dir's run lock (as `galahad run` does) and returns stale claims to the queue. Killed at any moment, serving again
 resumes: the catalog is the queue, and the learner's first drain deposits interrupted verdicts.
 """
 
@@ -65,14 +65,14 @@ def run(args: argparse.Namespace) -> int:
     check_spec(args.model)
     paths, catalog, store = storage(args)
     embedded = catalog.url == paths.catalog_url
-    learn = not args.no_learn
-    with catalog, (run_lock(paths.root) if learn and embedded else contextlib.nullcontext()):
-        if learn and embedded:
-            catalog.release_claims()  # claims left by a killed job: we hold the lock, so they are stale
-        return _serve(args, paths, catalog, store, token, learn)
+    if not args.no_learn and embedded:
+        with run_lock(paths.root):  # fail fast when a `galahad run` holds it; the learner then takes it
+            pass
+    with catalog:
+        return _serve(args, paths, catalog, store, token, not args.no_learn, embedded)
 
 
-def _serve(args, paths, catalog, store, token, learn) -> int:
+def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
     import ray
     from ray import serve
 
@@ -108,7 +108,8 @@ def _serve(args, paths, catalog, store, token, learn) -> int:
                                       seed=args.seed)
             learner = LearnerActor.options(num_cpus=0).remote(
                 args.model, str(paths.models), catalog.url, str(store.root), LoopConfig(sampling=sampling),
-                args.generators, args.chain_max_tokens, args.device, config.learner_poll_seconds)
+                args.generators, args.chain_max_tokens, args.device, config.learner_poll_seconds,
+                str(paths.root / "run.lock") if embedded else None)
             ref = learner.run.remote()
         print(f"galahad: serving on http://{args.host}:{args.port} ({args.replicas} replica(s), learner "
               f"{'on' if learn else 'off'}; docs at /docs)", flush=True)

@@ -9,8 +9,11 @@ depositor actors.
 
 from __future__ import annotations
 
+import fcntl
 import threading
+import time
 from dataclasses import asdict
+from pathlib import Path
 
 import ray
 
@@ -18,6 +21,22 @@ from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.learn.loop import Flywheel, LoopConfig, Tally
+
+
+def hold_lock(path: Path, wait_seconds: float):
+    """The data dir's run lock (the one `galahad run` takes), held by the process that writes the queue.
+    A predecessor killed with its driver may outlive it for seconds: wait for it, then fail closed."""
+    f = open(path, "w")  # noqa: SIM115 - held for the actor's life
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return f
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                f.close()
+                raise GalahadError(f"another `galahad run` or `serve` is learning in {path.parent}") from None
+            time.sleep(0.2)
 
 
 class Learner:
@@ -51,11 +70,18 @@ class LearnerActor:
     """Starts the generator and depositor actors, then runs a `Learner` until told to stop."""
 
     def __init__(self, model: str, model_cache: str, catalog_url: str, store_path: str, config: LoopConfig,
-                 generators: int, chain_max_tokens: int | None, device: str, poll_seconds: float):
+                 generators: int, chain_max_tokens: int | None, device: str, poll_seconds: float,
+                 lock_path: str | None = None, lock_wait_seconds: float = 60.0):
         from galahad.flywheel.artifacts.store import LocalStore
         from galahad.workers.actors import start_depositor, start_generator
         from galahad.workers.runtime import DEFAULT_RUNTIME
 
+        # Embedded catalog: hold the run lock here, where the queue is written (not in the driver: this actor
+        # can outlive a killed driver); holding it proves every claim left in the catalog is stale.
+        self.lock = hold_lock(Path(lock_path), lock_wait_seconds) if lock_path else None
+        self.catalog = Catalog(catalog_url)
+        if self.lock is not None:
+            self.catalog.release_claims()
         gpus = ray.cluster_resources().get("GPU", 0)
         device = ("cuda" if gpus >= 1 else "cpu") if device == "auto" else device
         runtime = DEFAULT_RUNTIME.with_(device=device)
@@ -68,7 +94,6 @@ class LearnerActor:
             raise GalahadError(f"model {model!r} failed to load in a worker: {str(exc).splitlines()[-1][:200]}") from exc
         if len(set(fps)) != 1:
             raise GalahadError("workers loaded different models (model fingerprints differ)")
-        self.catalog = Catalog(catalog_url)
         self.run_id = self.catalog.start_run({"model": model, "model_fingerprint": fps[0], "generators": generators,
                                               "service": True, "loop": asdict(config)})
         self.learner = Learner(self.catalog, LocalStore(store_path), self.generators, self.depositor, fps[0], config,
