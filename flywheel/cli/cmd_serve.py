@@ -115,7 +115,7 @@ def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
               f"{'on' if learn else 'off'}; docs at /docs)", flush=True)
         while not stop["now"]:
             if ref is None:
-                signal.pause() if hasattr(signal, "pause") else None
+                signal.pause()  # answer-only: nothing to watch until a signal
                 continue
             done, _ = ray.wait([ref], timeout=1.0)
             if done:
