@@ -289,6 +289,8 @@ def test_a_chmod_000_blob_is_reported_not_an_abort():
             from galahad.flywheel.artifacts.store import LocalStore
             from galahad.flywheel.catalog import Catalog
             from galahad.flywheel.catalog.fsck import fsck
+            import safetensors.torch, torch  # fsck checks tensors: import them as root (/root is 0700)
+            from galahad.flywheel.artifacts import format as _format
             with Catalog({f"sqlite:///{base / 'c.sqlite3'}"!r}) as cat:
                 cat.stats()  # opened (and its modules imported) as root; the store is then read as nobody
                 os.setgid(65534); os.setuid(65534)

@@ -22,6 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-solutions", type=count(), default=policy.max_solutions,
                    help=f"transfer: solutions grafted (default {policy.max_solutions})")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--server", default=None, help="ask a running `galahad serve` at URL (token: env GALAHAD_API_TOKEN)")
+    p.add_argument("--gold", default=None, help="with --server: the gold answer (queues the problem for learning)")
     add_storage_args(p)
     p.set_defaults(func=run)
 
@@ -35,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
         raise GalahadError("the problem text is empty")
     if args.max_solutions < 1:
         raise GalahadError("--max-solutions must be at least 1")
+    if args.server:
+        return remote(args)
     paths, catalog, store = storage(args)
     with catalog:
         solver = Solver(engine_for(args.model, paths), catalog, store)
@@ -46,4 +50,18 @@ def run(args: argparse.Namespace) -> int:
         extra = f", verified again: {ans.verified}" if ans.verified is not None else ""
         print(f"{ans.answer}\n  path {ans.path}, {ans.decode_tokens} decode tokens, {ans.seconds:.2f} s, "
               f"{len(ans.grafted_artifacts)} artifacts / {ans.grafted_tokens} tokens grafted{extra}")
+    return 0
+
+
+def remote(args: argparse.Namespace) -> int:
+    """The same answer from a running service (`galahad serve`): no model load in this process."""
+    from galahad.flywheel.service.client import Client
+
+    ans = Client(args.server).solve(args.problem, args.gold)
+    if args.json:
+        print(json.dumps(ans, sort_keys=True))
+    else:
+        extra = f", verified: {ans['verified']}" if ans["verified"] is not None else ""
+        print(f"{ans['answer']}\n  path {ans['path']}, {ans['decode_tokens']} decode tokens, {ans['seconds']:.2f} s, "
+              f"{len(ans['grafted_artifacts'])} artifacts grafted{extra}{', queued for learning' if ans['queued'] else ''}")
     return 0

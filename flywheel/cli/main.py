@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "galahad.flywheel.cli.cmd_problems",
     "galahad.flywheel.cli.cmd_run",
     "galahad.flywheel.cli.cmd_solve",
+    "galahad.flywheel.cli.cmd_serve",
     "galahad.flywheel.cli.cmd_eval",
 )
 

@@ -1,0 +1,178 @@
+"""`galahad serve` under load: 32 concurrent clients, recurrence hits and misses, against the default model.
+
+Usage: nice -n 10 .venv/bin/python bench/bench_serve.py [--model gemma3-270m] [--clients 32] [--seconds 60]
+       [--single-seconds 30] [--hits 6] [--misses 6] [--json]
+
+Set-up: a fresh data dir seeded with verified, deposited solutions for `--hits` problems of distinct templates
+(one library each, deposited through the depositor as the learner does); `--misses` problems of the same
+families are not in memory. The service runs with `--no-learn` (one answering replica): this measures
+answering, not learning. Measured side by side in one run:
+  1. single client, recurrence hit over HTTP vs the same answer computed in this process by the same code
+     (`Solver.recurrence`: catalog lookup, chain load + restore, query forward, decode, verify), interleaved;
+  2. one client looping hits and misses for `--single-seconds`: requests/s;
+  3. `--clients` clients doing the same for `--seconds`: requests/s, p50/p99 per answer path, errors.
+The last line with --json is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from serve_harness import Served, seed_solution  # noqa: E402
+
+
+def pick(n_hits: int, n_misses: int) -> tuple[list, list]:
+    from galahad.flywheel.problems.families import generate
+
+    pool = [p for f in ("add1", "mul1", "sub1", "add2x1") for p in generate(f, 40, seed=7)]
+    hits, templates = [], set()
+    for p in pool:
+        if p.template not in templates and len(hits) < n_hits:
+            templates.add(p.template)
+            hits.append(p)
+    rest = [p for p in pool if p not in hits]
+    return hits, rest[:n_misses]
+
+
+def post(url: str, text: str) -> tuple[float, dict]:
+    req = urllib.request.Request(url + "/v1/solve", data=json.dumps({"problem": text}).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(req, timeout=900) as r:
+        body = json.loads(r.read())
+    return time.perf_counter() - t0, body
+
+
+def load(url: str, texts: list[str], clients: int, seconds: float) -> dict:
+    results, errors, lock = [], [], threading.Lock()
+    stop_at = time.perf_counter() + seconds
+
+    def client(c: int) -> None:
+        i = c
+        while time.perf_counter() < stop_at:
+            try:
+                dt, body = post(url, texts[i % len(texts)])
+                with lock:
+                    results.append((dt, body["path"]))
+            except Exception as exc:  # counted, never hidden
+                with lock:
+                    errors.append(f"{type(exc).__name__}: {str(exc)[:100]}")
+            i += 1
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0  # includes draining requests in flight at the deadline
+    by_path: dict[str, list[float]] = {}
+    for dt, path in results:
+        by_path.setdefault(path, []).append(dt)
+    return {"clients": clients, "seconds": round(wall, 1), "requests": len(results), "errors": len(errors),
+            "error_samples": errors[:3], "req_per_s": len(results) / wall,
+            "paths": {p: {"n": len(v), "p50_s": round(q(v, 0.5), 3), "p99_s": round(q(v, 0.99), 3)}
+                      for p, v in sorted(by_path.items())}}
+
+
+def q(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(p * len(s)))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="gemma3-270m")
+    ap.add_argument("--clients", type=int, default=32)
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--single-seconds", type=float, default=30.0)
+    ap.add_argument("--hits", type=int, default=6)
+    ap.add_argument("--misses", type=int, default=6)
+    ap.add_argument("--reps", type=int, default=3, help="interleaved reps of the hit-vs-in-process comparison")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    from galahad.workers.runtime import pin_process_env
+
+    pin_process_env()
+    cache = Path(os.environ.get("GALAHAD_MODEL_CACHE", "~/.cache/galahad-models")).expanduser()
+    env = {**{k: v for k, v in os.environ.items() if k != "GALAHAD_API_TOKEN"}, "GALAHAD_MODEL_CACHE": str(cache)}
+    data = Path(tempfile.mkdtemp(prefix="bench-serve-")) / "data"
+    hits, misses = pick(args.hits, args.misses)
+    t0 = time.perf_counter()
+    for p in hits:
+        seed_solution(data, args.model, cache, p.problem, p.answer, template=p.template, topic=p.topic)
+    seeded = time.perf_counter() - t0
+    print(f"seeded {len(hits)} verified solutions in {seeded:.0f} s", file=sys.stderr)
+
+    from galahad.flywheel.artifacts.store import LocalStore
+    from galahad.flywheel.catalog import Catalog
+    from galahad.flywheel.cli.session import engine_for
+    from galahad.flywheel.config import Paths
+    from galahad.flywheel.memory.solver import Solver
+
+    server = Served(data, ["--model", args.model, "--no-learn"], env)
+    try:
+        t0 = time.perf_counter()
+        server.wait_ready(900)
+        ready = time.perf_counter() - t0
+        catalog = Catalog(f"sqlite:///{data / 'catalog.sqlite3'}")
+        solver = Solver(engine_for(args.model, Paths.resolve(data)), catalog, LocalStore(data / "store"))
+        # warm both sides once per problem, and keep as "hits" only what memory answers by recurrence
+        recurring = []
+        for p in hits:
+            local = solver.recurrence(p.problem)
+            _, body = post(server.url, p.problem)
+            if local is not None and local.verified and body["path"] == "recurrence":
+                recurring.append(p)
+        if not recurring:
+            sys.exit("no seeded problem is answered by recurrence: nothing to compare")
+        http_s, local_s, tokens = [], [], []
+        for _ in range(args.reps):
+            for p in recurring:
+                t = time.perf_counter()
+                ans = solver.recurrence(p.problem)
+                local_s.append(time.perf_counter() - t)
+                dt, body = post(server.url, p.problem)
+                http_s.append(dt)
+                tokens.append(body["decode_tokens"])
+                assert body["path"] == "recurrence" and ans.answer == body["answer"], (body, ans)
+        texts = [t for pair in zip([p.problem for p in recurring] * len(misses), [m.problem for m in misses] *
+                                   len(recurring), strict=True) for t in pair]
+        single = load(server.url, texts, 1, args.single_seconds)
+        many = load(server.url, texts, args.clients, args.seconds)
+    finally:
+        server.stop()
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    out = {
+        "model": args.model, "seeded_hits": len(hits), "recurring_hits": len(recurring), "misses": len(misses),
+        "serve_ready_s": round(ready, 1),
+        "hit_http_median_s": round(statistics.median(http_s), 4),
+        "hit_in_process_median_s": round(statistics.median(local_s), 4),
+        "hit_http_over_in_process": round(statistics.median(http_s) / statistics.median(local_s), 3),
+        "hit_decode_tokens_max": max(tokens), "hit_pairs": len(http_s),
+        "single": single, "concurrent": many,
+        "concurrent_over_single_req_per_s": round(many["req_per_s"] / single["req_per_s"], 3),
+        "uptime": uptime,
+    }
+    print(f"recurrence hit: HTTP {out['hit_http_median_s']:.3f} s vs in-process {out['hit_in_process_median_s']:.3f} s "
+          f"(x{out['hit_http_over_in_process']}); 1 client {single['req_per_s']:.2f} req/s, {args.clients} clients "
+          f"{many['req_per_s']:.2f} req/s (x{out['concurrent_over_single_req_per_s']}), errors {many['errors']}",
+          file=sys.stderr)
+    print(json.dumps(out) if args.json else json.dumps(out, indent=1))
+    return 0 if many["errors"] == 0 and single["errors"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""What an answering replica does, without HTTP: solve through `Solver.solve`, queue problems for the learner,
+and read the catalog and the store. Plain class; the FastAPI routes (`app.py`) only translate.
+
+The engine answers one request at a time (its deterministic runtime pins process-wide torch settings), so
+`solve` holds a lock around the forward passes; catalog reads never wait for it. Input is checked before
+any forward: text sizes, and a prompt longer than the model's context window is refused.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+from galahad.flywheel.artifacts.store import BlobStore, sha256_hex
+from galahad.flywheel.catalog import Catalog, problem_hash
+from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.memory.recall import render
+from galahad.flywheel.memory.solver import Solver
+from galahad.flywheel.problems.prompts import answer_from_output
+from galahad.flywheel.problems.records import problem_from_dict
+from galahad.flywheel.service.config import ServiceConfig
+from galahad.verifier.verifier import Verifier
+
+_ID = re.compile(r"^[0-9a-f]{64}$")
+API_SOURCE = "api"  # problems queued by /v1/solve carry this source
+QUEUED = ("pending", "claimed")
+
+
+class NotFound(GalahadError):
+    """An unknown id (HTTP 404)."""
+
+
+class TooLarge(GalahadError):
+    """A body or text over the service's limits (HTTP 413)."""
+
+
+def _text(value: object, name: str, limit: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise GalahadError(f"{name} must be a non-empty string")
+    if len(value) > limit:
+        raise TooLarge(f"{name} is {len(value)} characters; the limit is {limit}")
+    return value
+
+
+def _id(value: str, what: str) -> str:
+    if not _ID.match(value):
+        raise NotFound(f"unknown {what} {value[:80]!r} (ids are 64 lowercase hex characters)")
+    return value
+
+
+class Answering:
+    def __init__(self, engine, catalog: Catalog, store: BlobStore, config: ServiceConfig | None = None,
+                 solver: Solver | None = None):
+        self.engine, self.catalog, self.store = engine, catalog, store
+        self.config = config or ServiceConfig()
+        self.solver = solver or Solver(engine, catalog, store)
+        self.verifier: Verifier = self.solver.verifier
+        self.lock = threading.Lock()
+
+    # -- answering ---------------------------------------------------------------------------------
+
+    @property
+    def context_window(self) -> int:
+        return int(self.engine.loaded.context_window)
+
+    def check_fits(self, problem: str) -> int:
+        """Prompt tokens of the longest prompt the solver may build (the base model's few-shot prompt);
+        GalahadError before any forward when it and its decode budget overflow the context window."""
+        n = len(self.engine.encode(render(problem, "few-shot"), bos=True))
+        budget = max(self.solver.base_max_tokens, self.solver.max_tokens)
+        if n + budget > self.context_window:
+            raise TooLarge(f"the prompt is {n} tokens (+{budget} to decode); the model's context window is "
+                           f"{self.context_window}")
+        return n
+
+    def solve(self, problem: object, gold: object = None) -> dict[str, Any]:
+        limit = self.config.max_problem_chars
+        problem = _text(problem, "problem", limit)
+        if gold is not None:
+            gold = _text(gold, "gold", limit)
+        self.check_fits(problem)
+        with self.lock:
+            ans = self.solver.solve(problem)
+        known = bool(ans.verified) and ans.path != "base"  # memory verified it against its stored gold
+        verified = ans.verified
+        if gold is not None and verified is None:
+            verified = self.verifier.check_answer(gold, ans.answer).verified
+        pid = problem_hash(problem)
+        queued = False
+        if gold is not None and not known:
+            queued = self.queue(problem, gold)
+        return {"answer": ans.answer, "path": ans.path, "verified": verified, "decode_tokens": ans.decode_tokens,
+                "grafted_artifacts": list(ans.grafted_artifacts), "model_fingerprint": self.engine.model_fingerprint,
+                "runtime_fingerprint": self.engine.runtime_fingerprint, "seconds": ans.seconds,
+                "problem_id": pid, "queued": queued}
+
+    def queue(self, problem: str, gold: str) -> bool:
+        """Hand a problem with its gold answer to the learner; True when it is (now) waiting in the queue."""
+        match = self.solver.classify(problem) or {}
+        topic = match.get("topic") or API_SOURCE
+        pid = self.catalog.add_problems([dict(text=problem, answer=gold, source=API_SOURCE, topic=topic,
+                                              template=match.get("template") or topic)])[0]
+        row = self.catalog.problem_by_hash(pid)
+        return row is not None and row["status"] in QUEUED
+
+    # -- problems ----------------------------------------------------------------------------------
+
+    def submit(self, items: object) -> list[dict[str, Any]]:
+        """Problems in the problem-file schema, all or nothing (one bad item refuses the whole list)."""
+        if not isinstance(items, list) or not items:
+            raise GalahadError("expected a non-empty JSON list of problems (the problem-file schema)")
+        if len(items) > self.config.max_problems:
+            raise TooLarge(f"{len(items)} problems in one request; the limit is {self.config.max_problems}")
+        problems, seen = [], {}
+        for i, obj in enumerate(items):
+            p = problem_from_dict(obj, f"problems[{i}]")
+            if p.id in seen:
+                raise GalahadError(f"problems[{i}]: duplicate id {p.id!r} (first at problems[{seen[p.id]}])")
+            seen[p.id] = i
+            problems.append(p)
+        ids = self.catalog.add_problems([dict(text=p.problem, answer=p.answer, source=p.source, topic=p.topic,
+                                              template=p.template, external_id=p.id) for p in problems])
+        out = []
+        for p, pid in zip(problems, ids, strict=True):
+            row = self.catalog.problem_by_hash(pid)
+            out.append({"id": pid, "external_id": p.id, "status": row["status"] if row else "unknown"})
+        return out
+
+    def problem(self, problem_id: str) -> dict[str, Any]:
+        row = self.catalog.problem_by_hash(_id(problem_id, "problem"))
+        if row is None:
+            raise NotFound(f"unknown problem {problem_id}")
+        sol = self.catalog.verified_solution(problem_id)
+        return {"id": row["id"], "text": row["text"], "status": row["status"],
+                "attempts": len(self.catalog.attempts_for(problem_id)),
+                "verified_answer": answer_from_output(sol["output_text"]) if sol else None,
+                "artifact_id": sol.get("artifact_id") if sol else None}
+
+    # -- catalog and store -------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        return self.catalog.stats()
+
+    def find(self, text: object) -> list[dict[str, Any]]:
+        text = _text(text, "text", self.config.max_problem_chars)
+        rows = self.catalog.find_problems(text=text, limit=self.config.max_find)
+        keep = ("id", "text", "status", "topic", "template", "source", "external_id")
+        return [{k: r.get(k) for k in keep} for r in rows]
+
+    def artifact(self, artifact_id: str) -> dict[str, Any]:
+        if not self.catalog.has_artifact(_id(artifact_id, "artifact")):
+            raise NotFound(f"unknown artifact {artifact_id}")
+        return self.catalog.lineage(artifact_id)
+
+    def blob(self, artifact_id: str) -> tuple[bytes, str]:
+        """The artifact's bytes (hash-checked by the store) and their SHA-256."""
+        if not self.catalog.has_artifact(_id(artifact_id, "artifact")):
+            raise NotFound(f"unknown artifact {artifact_id}")
+        data = self.store.get(artifact_id)
+        return data, sha256_hex(data)
+
+    def ready(self) -> dict[str, Any]:
+        """Model loaded and catalog migrated (a query over every table answers)."""
+        stats = self.catalog.stats()
+        return {"model_fingerprint": self.engine.model_fingerprint, "problems": stats["problems"],
+                "context_window": self.context_window}

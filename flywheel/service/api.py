@@ -1,0 +1,58 @@
+"""The versioned JSON API's request and response models (pydantic): what FastAPI validates and documents.
+
+Problem lists (`POST /v1/problems`) are not modelled here: they are validated by the problem-file schema
+(`problems.records.problem_from_dict`), all or nothing, exactly as a JSONL file is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class SolveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    problem: str
+    gold: str | None = None
+
+
+class SolveResponse(BaseModel):
+    answer: str
+    path: str  # recurrence | transfer | base (or a path the solver adds)
+    verified: bool | None
+    decode_tokens: int
+    grafted_artifacts: list[str]
+    model_fingerprint: str
+    runtime_fingerprint: str
+    seconds: float
+    problem_id: str
+    queued: bool  # handed to the learner (a gold answer that memory did not already verify)
+
+
+class Submitted(BaseModel):
+    id: str  # the problem's id in the catalog (hash of its normalized text)
+    external_id: str
+    status: str
+
+
+class SubmitResponse(BaseModel):
+    problems: list[Submitted]
+
+
+class ProblemStatus(BaseModel):
+    id: str
+    text: str
+    status: str
+    attempts: int
+    verified_answer: str | None
+    artifact_id: str | None
+
+
+class ErrorBody(BaseModel):
+    error: str
+
+
+class Health(BaseModel):
+    ok: bool
+    detail: dict[str, Any] = {}

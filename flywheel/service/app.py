@@ -1,0 +1,170 @@
+"""The HTTP API: FastAPI routes (thin: parse, call `Answering`, translate errors) on a Ray Serve ingress.
+
+Every answer is JSON; every error is `{"error": "..."}` with a 4xx/5xx status and never a traceback. The
+`guard` middleware applies the token rule (`security.py`), the body-size limit and the per-endpoint metrics.
+Each replica is its own process: `GalahadApi.__init__` loads the engine once and registers the replica in
+the module global `_REPLICA` (`register_replica`), which the middleware reads.
+"""
+
+import json
+import time
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import ValidationError
+from ray import serve
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.service.answering import Answering, NotFound, TooLarge
+from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResponse, SubmitResponse
+from galahad.flywheel.service.config import ServiceConfig
+from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics
+from galahad.flywheel.service.security import authorized
+
+API_VERSION = "1"
+SHA_HEADER = "X-Content-SHA256"
+app = FastAPI(title="Galahad", version=API_VERSION,
+              description="Verified-knowledge KV-cache grafting as a service: answers from verified memory, "
+                          "learns what it does not know.")
+_REPLICA: "GalahadApi | None" = None  # no `from __future__ import annotations`: Serve rewrites
+# the routes' signatures and would read a string `Request` annotation as a query parameter
+
+
+def register_replica(replica: "GalahadApi") -> None:
+    """Serve pickles the deployment class by value (its globals are a copy); this function is pickled by
+    reference, so it sets the global that `guard` reads in this process's real module."""
+    global _REPLICA
+    _REPLICA = replica
+
+
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": " ".join(str(message).split())[:2000]}, status_code=status)
+
+
+def status_of(exc: GalahadError) -> int:
+    return 404 if isinstance(exc, NotFound) else 413 if isinstance(exc, TooLarge) else 400
+
+
+@app.exception_handler(GalahadError)
+async def galahad_error(request: Request, exc: GalahadError) -> JSONResponse:
+    return error(status_of(exc), str(exc))
+
+
+@app.exception_handler(RequestValidationError)
+async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    return error(422, f"{where}: {first.get('msg', 'invalid request')}")
+
+
+@app.exception_handler(StarletteHTTPException)
+async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    return error(exc.status_code, exc.detail if isinstance(exc.detail, str) else "request refused")
+
+
+@app.middleware("http")
+async def guard(request: Request, call_next):
+    t0, replica = time.perf_counter(), _REPLICA
+    if replica is None:
+        return error(503, "the replica is starting")
+    if not authorized(request.url.path, request.headers.get("authorization"), replica.token):
+        response = error(401, "missing or wrong bearer token (Authorization: Bearer <GALAHAD_API_TOKEN>)")
+    elif int(request.headers.get("content-length") or 0) > replica.config.max_body_bytes:
+        response = error(413, f"request body over {replica.config.max_body_bytes} bytes")
+    else:
+        try:
+            response = await call_next(request)
+        except Exception as exc:  # never a traceback over HTTP
+            response = error(500, f"internal error: {type(exc).__name__}")
+    route = request.scope.get("route")
+    replica.metrics.request(getattr(route, "path", "unrouted"), response.status_code, time.perf_counter() - t0)
+    return response
+
+
+async def json_body(request: Request, limit: int) -> Any:
+    """The body, size-limited even without a Content-Length, as parsed JSON."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise TooLarge(f"request body over {limit} bytes")
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise GalahadError(f"the request body is not valid JSON ({str(exc)[:120]})") from None
+
+
+@serve.deployment
+@serve.ingress(app)
+class GalahadApi:
+    """One answering replica: the pinned engine (loaded once), the catalog and the store."""
+
+    def __init__(self, model: str, data: str, catalog_url: str, store: str, token: str | None,
+                 config: ServiceConfig):
+        from galahad.flywheel.artifacts.store import LocalStore
+        from galahad.flywheel.catalog import Catalog
+        from galahad.flywheel.cli.session import engine_for
+        from galahad.flywheel.config import Paths
+
+        self.config, self.token = config, token
+        catalog = Catalog(catalog_url)
+        self.answering = Answering(engine_for(model, Paths.resolve(data)), catalog, LocalStore(store), config)
+        self.metrics = Metrics(catalog.stats)
+        register_replica(self)
+
+    @app.post("/v1/solve", response_model=SolveResponse)
+    async def solve(self, request: Request) -> dict:
+        body = await json_body(request, self.config.max_body_bytes)
+        try:
+            req = SolveRequest.model_validate(body)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise GalahadError(f"{'.'.join(str(p) for p in first['loc']) or 'body'}: {first['msg']}") from None
+        out = await run_in_threadpool(self.answering.solve, req.problem, req.gold)
+        self.metrics.answer(out["path"], out["seconds"])
+        return out
+
+    @app.post("/v1/problems", response_model=SubmitResponse)
+    async def submit(self, request: Request) -> dict:
+        body = await json_body(request, self.config.max_body_bytes)
+        return {"problems": await run_in_threadpool(self.answering.submit, body)}
+
+    @app.get("/v1/problems/{problem_id}", response_model=ProblemStatus)
+    def problem(self, problem_id: str) -> dict:
+        return self.answering.problem(problem_id)
+
+    @app.get("/v1/catalog/stats")
+    def stats(self) -> dict:
+        return self.answering.stats()
+
+    @app.get("/v1/catalog/find")
+    def find(self, text: str) -> dict:
+        return {"problems": self.answering.find(text)}
+
+    @app.get("/v1/artifacts/{artifact_id}")
+    def artifact(self, artifact_id: str) -> dict:
+        return self.answering.artifact(artifact_id)
+
+    @app.get("/v1/artifacts/{artifact_id}/blob")
+    def blob(self, artifact_id: str) -> Response:
+        data, sha = self.answering.blob(artifact_id)
+        return Response(data, media_type="application/octet-stream", headers={SHA_HEADER: sha})
+
+    @app.get("/healthz")
+    def healthz(self) -> dict:
+        return {"ok": True}
+
+    @app.get("/readyz")
+    def readyz(self) -> JSONResponse:
+        try:
+            return JSONResponse({"ok": True, **self.answering.ready()})
+        except Exception as exc:
+            return error(503, f"not ready: {str(exc)[:300]}")
+
+    @app.get("/metrics")
+    def metrics_text(self) -> Response:
+        return Response(self.metrics.render(), media_type=CONTENT_TYPE)

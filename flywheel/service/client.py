@@ -1,0 +1,91 @@
+"""The Python client: `Client(url, token=None)` with solve, submit, problem, stats, find, artifact and blob.
+
+Standard library only (urllib), so an agent's script needs nothing but this package. A server error
+becomes a `ServiceError` carrying the HTTP status and the server's one-line `error`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.service.config import TOKEN_ENV
+
+SHA_HEADER = "X-Content-SHA256"
+
+
+class ServiceError(GalahadError):
+    def __init__(self, status: int, message: str):
+        super().__init__(f"server answered {status}: {message}")
+        self.status = status
+
+
+class Client:
+    def __init__(self, url: str, token: str | None = None, timeout: float = 600.0):
+        if not url.startswith(("http://", "https://")):
+            raise GalahadError(f"not an http(s) URL: {url[:200]!r}")
+        self.url, self.timeout = url.rstrip("/"), timeout
+        self.token = token if token is not None else os.environ.get(TOKEN_ENV) or None
+
+    def _request(self, method: str, path: str, body: Any = None) -> tuple[bytes, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if self.token:
+            req.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return resp.read(), resp.headers  # case-insensitive lookups
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            try:
+                message = json.loads(raw)["error"]
+            except (ValueError, KeyError, TypeError):
+                message = raw[:300].decode("utf-8", "replace") or exc.reason
+            raise ServiceError(exc.code, message) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise GalahadError(f"cannot reach {self.url}: {reason}") from None
+
+    def _json(self, method: str, path: str, body: Any = None) -> Any:
+        return json.loads(self._request(method, path, body)[0])
+
+    def solve(self, problem: str, gold: str | None = None) -> dict:
+        return self._json("POST", "/v1/solve", {"problem": problem, "gold": gold})
+
+    def submit(self, problems: list[dict]) -> list[dict]:
+        return self._json("POST", "/v1/problems", problems)["problems"]
+
+    def problem(self, problem_id: str) -> dict:
+        return self._json("GET", f"/v1/problems/{urllib.parse.quote(problem_id, safe='')}")
+
+    def stats(self) -> dict:
+        return self._json("GET", "/v1/catalog/stats")
+
+    def find(self, text: str) -> list[dict]:
+        return self._json("GET", "/v1/catalog/find?" + urllib.parse.urlencode({"text": text}))["problems"]
+
+    def artifact(self, artifact_id: str) -> dict:
+        return self._json("GET", f"/v1/artifacts/{urllib.parse.quote(artifact_id, safe='')}")
+
+    def blob(self, artifact_id: str) -> bytes:
+        """The artifact's bytes, checked against the server's SHA-256 header and the id itself."""
+        data, headers = self._request("GET", f"/v1/artifacts/{urllib.parse.quote(artifact_id, safe='')}/blob")
+        sha = hashlib.sha256(data).hexdigest()
+        if sha != artifact_id or sha != headers.get(SHA_HEADER):
+            raise GalahadError(f"artifact {artifact_id[:16]}: received bytes hash to {sha[:16]}; the server's "
+                               f"{SHA_HEADER} header says {str(headers.get(SHA_HEADER))[:16]}")
+        return data
+
+    def health(self) -> dict:
+        return self._json("GET", "/healthz")
+
+    def ready(self) -> dict:
+        return self._json("GET", "/readyz")
