@@ -39,18 +39,25 @@ def render(problem: str, prompt: str) -> str:
     raise ValueError(f"unknown prompt format {prompt!r}")
 
 
-def graft_decode(engine, store: BlobStore, tail: str | None, text: str, max_tokens: int,
-                 temperature: float = 0.0, seed: int = 0) -> Recalled:
-    """Graft the chain ending at `tail` (None: an empty cache), then decode `text`'s continuation."""
+def graft(engine, store: BlobStore, tail: str | None):
+    """The cache to answer in: the chain ending at `tail`, read from the store (each blob read once into one
+    buffer and hash-checked as it is read, tensors built over those bytes) and restored at its own
+    positions; or an empty cache. Returns (cache, first free position, grafted artifact ids)."""
     from galahad.workers.graft import restore  # torch: off the import path of model-free commands
 
-    if tail:
-        chain = load_chain(store, tail)
-        cache, start, artifacts = restore(engine, chain), chain[-1].meta.end, [a.id for a in chain]
-        ids = engine.encode(text, bos=False)
-    else:
-        cache, start, artifacts = engine.new_cache(), 0, []
-        ids = engine.encode(text, bos=True)
+    if not tail:
+        return engine.new_cache(), 0, []
+    chain = load_chain(store, tail)
+    return restore(engine, chain), chain[-1].meta.end, [a.id for a in chain]
+
+
+def graft_decode(engine, store: BlobStore, tail: str | None, text: str, max_tokens: int,
+                 temperature: float = 0.0, seed: int = 0) -> Recalled:
+    """Graft the chain ending at `tail` (None: an empty cache), then decode `text`'s continuation. The
+    decode computes logits at the last position only (`Engine.decode`): the serving configuration that
+    `galahad exactness` proves byte-identical to recomputation."""
+    cache, start, artifacts = graft(engine, store, tail)
+    ids = engine.encode(text, bos=not tail)
     out = engine.decode(cache, ids, start, max_tokens, temperature=temperature, seed=seed,
                         stop=(prompts.ANSWER_STOP,))
     return Recalled(artifacts, start, list(ids), list(out.token_ids), out.text, out.seconds)
