@@ -125,9 +125,10 @@ def main() -> int:
     ap.add_argument("--recompute-reps", type=int, default=1, help="recompute repetitions (16k takes minutes)")
     ap.add_argument("--break-even", default="1,2,4,8,16,32,64,128,256", help="small prefix lengths to time")
     ap.add_argument("--out", type=Path, default=None, help="report path (default reports/bench-graft-MODEL.json)")
+    ap.add_argument("--threads", type=int, default=DEFAULT_RUNTIME.threads, help="CPU threads (default: the runtime's)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    runtime = DEFAULT_RUNTIME
+    runtime = DEFAULT_RUNTIME.with_(threads=args.threads)
     pin_process_env(runtime)
     import torch
 
@@ -150,8 +151,12 @@ def main() -> int:
         measure(engine, store, 64, 1, 1, gen)  # warm-up (first calls allocate)
         small_rows = [measure(engine, store, n, args.reps, args.reps, gen) for n in small]
         rows = []
+        out = args.out or ROOT / "reports" / f"bench-graft-{args.model}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
         for n in sizes:
             rows.append(measure(engine, store, n, args.reps, args.recompute_reps, gen))
+            out.write_text(json.dumps({"partial": True, "rows": rows, "small_rows": small_rows,
+                                       "load": uptime()}, indent=2))  # a killed run still leaves its rows
             r = rows[-1]
             print(f"{n:>6} tokens: recompute {r['recompute_s']:.3f} s, graft {r['graft_s'] * 1e3:.1f} ms "
                   f"({r['speedup']:.0f}x); restore {r['restore_s'] * 1e3:.1f} ms vs floor {r['floor_s'] * 1e3:.1f} ms "
@@ -168,8 +173,6 @@ def main() -> int:
         "load_before": load_before, "load_after": uptime(), "cpus": os.cpu_count(),
         "command": "python bench/bench_graft.py " + " ".join(sys.argv[1:]),
     }
-    out = args.out or ROOT / "reports" / f"bench-graft-{args.model}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, sort_keys=True))
     plot(rows, small_rows, f"{args.model}, {runtime.threads} threads, 17-token query; {report['load_before'][-40:]}",
          out.with_suffix(".png"))
