@@ -3,7 +3,7 @@
 Usage: nice -n 10 .venv/bin/python bench/bench_graft.py [--model gemma3-270m] [--sizes 512,2048,4096,8192,16384]
                                                        [--reps 5] [--recompute-reps 1] [--json]
 
-For each prefix length N (deterministic token ids) and one 17-token query:
+For each prefix length N (deterministic token ids) and one query (22 tokens with Gemma's tokenizer):
 - `recompute_s`: a fresh chunked prefill of the prefix, then the query's forward (last-position logits), as a
   model without memory would answer.
 - `graft_s`: `recall.graft_decode(..., max_tokens=1)`, the one graft -> decode path solve/evals/replay run:
@@ -37,7 +37,7 @@ from pathlib import Path
 from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
 
 ROOT = Path(__file__).resolve().parents[1]
-QUERY = "Question: What is the sum of 27 and 45, plus 8?\nAnswer:"  # 17 tokens with Gemma's tokenizer
+QUERY = "Question: What is the sum of 27 and 45, plus 8?\nAnswer:"  # 22 tokens with Gemma's tokenizer
 
 
 def uptime() -> str:
@@ -174,7 +174,7 @@ def main() -> int:
         "command": "python bench/bench_graft.py " + " ".join(sys.argv[1:]),
     }
     out.write_text(json.dumps(report, indent=2, sort_keys=True))
-    plot(rows, small_rows, f"{args.model}, {runtime.threads} threads, 17-token query; {report['load_before'][-40:]}",
+    plot(rows, small_rows, f"{args.model}, {runtime.threads} threads, {len(engine.encode(QUERY, bos=False))}-token query; {report['load_before'][-40:]}",
          out.with_suffix(".png"))
     print(f"break-even: graft is faster from {report['break_even_tokens']} prefix tokens "
           f"(recompute cheaper at {below or 'none'}); all exact: {report['all_exact']}; report {out}")
