@@ -1,10 +1,14 @@
-"""Flywheel throughput with 1 and 2 generator actors, side by side in one run, and scaling efficiency.
+"""Flywheel throughput, sequential vs batched sampling, side by side in one run on the same problems and seeds.
 
-Usage: .venv/bin/python bench/bench_flywheel.py [--limit 12] [--k 8] [--model gemma3-270m]
-Each configuration learns the same problems (same families, seeds and budget) into a fresh data dir.
-Throughput counts the loop only (model loading and Ray start-up excluded, reported separately).
-Problems attempted per hour is the primary figure: verified/hour also depends on which problems the
-model happens to solve, which is identical across configurations here because sampling is seeded.
+Usage: nice -n 10 .venv/bin/python bench/bench_flywheel.py [--limit 12] [--k 8] [--round-size 8]
+                                                          [--model gemma3-270m] [--generators 1] [--json]
+Each sampler learns the same problems (same families, seeds and budget) into a fresh data dir with
+`galahad run --sampler S --round-size R`. With R = k a generator call decodes all k samples of a problem:
+one batch of k rows (batched) or k decodes one after another (sequential). Throughput counts the loop only
+(model loading and Ray start-up excluded, reported separately as wall time). Verified counts are reported
+for both: sampling is seeded per sample, but the two samplers run different GEMM shapes, so the same
+seed may draw a different token where two candidates are nearly tied; the counts show whether that moved
+anything. The machine's load (`uptime`) before and after is part of the output.
 """
 
 from __future__ import annotations
@@ -19,22 +23,28 @@ import time
 from pathlib import Path
 
 
-def one(generators: int, args, env) -> dict:
-    data = Path(tempfile.mkdtemp(prefix=f"bench-flywheel-{generators}-"))
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def one(sampler: str, args, env) -> dict:
+    data = Path(tempfile.mkdtemp(prefix=f"bench-flywheel-{sampler}-"))
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "galahad.flywheel.cli.main", "--data", str(data), "run",
                            "--model", args.model, "--families", args.families, "--per-family", "24",
-                           "--limit", str(args.limit), "--k", str(args.k), "--generators", str(generators),
+                           "--limit", str(args.limit), "--k", str(args.k), "--round-size", str(args.round_size),
+                           "--generators", str(args.generators), "--sampler", sampler,
                            "--no-progress", "--json"], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
-        sys.exit(f"run with {generators} generators failed: {proc.stderr[-500:]}")
+        sys.exit(f"run with the {sampler} sampler failed: {proc.stderr[-500:]}")
     s = json.loads(proc.stdout.strip().splitlines()[-1])
-    hours = s["seconds"] / 3600
-    return {"generators": generators, "problems": s["problems"], "attempted": s["attempted"],
-            "verified": s["verified"], "loop_seconds": round(s["seconds"], 1), "wall_seconds": round(wall, 1),
-            "problems_per_hour": s["problems"] / hours, "attempts_per_hour": s["attempted"] / hours,
-            "verified_per_hour": s["verified"] / hours}
+    secs = s["seconds"]
+    return {"sampler": sampler, "problems": s["problems"], "attempted": s["attempted"], "verified": s["verified"],
+            "deposited": s["deposited"], "tokens": s["tokens_spent"], "loop_seconds": round(secs, 1),
+            "wall_seconds": round(wall, 1), "attempts_per_s": s["attempted"] / secs,
+            "tokens_per_s": s["tokens_spent"] / secs, "verified_per_hour": s["verified"] / (secs / 3600),
+            "problems_per_hour": s["problems"] / (secs / 3600)}
 
 
 def main() -> int:
@@ -43,19 +53,31 @@ def main() -> int:
     ap.add_argument("--families", default="add1,mul1,lin1")
     ap.add_argument("--limit", type=int, default=12)
     ap.add_argument("--k", type=int, default=8)
+    ap.add_argument("--round-size", type=int, default=None, help="samples per generator call (default: k)")
+    ap.add_argument("--generators", type=int, default=1)
+    ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    args.round_size = args.round_size or args.k
     env = {**os.environ}
     env.setdefault("GALAHAD_MODEL_CACHE", str(Path("~/.cache/galahad-models").expanduser()))
-    rows = [one(1, args, env), one(2, args, env)]
-    for r in rows:
-        print(f"{r['generators']} generator(s): {r['problems']} problems, {r['attempted']} attempts, "
-              f"{r['verified']} verified in {r['loop_seconds']} s loop ({r['wall_seconds']} s wall): "
-              f"{r['problems_per_hour']:.0f} problems/h, {r['attempts_per_hour']:.0f} attempts/h, "
-              f"{r['verified_per_hour']:.0f} verified/h")
-    speedup = rows[1]["attempts_per_hour"] / rows[0]["attempts_per_hour"]
-    print(f"speed-up 2 vs 1 (attempts/h): {speedup:.2f}x, scaling efficiency {100 * speedup / 2:.0f}% "
-          f"on {os.cpu_count()} CPU cores")
-    print(json.dumps({"rows": rows, "speedup": speedup, "efficiency": speedup / 2}))
+    before = uptime()
+    out = {"sequential": one("sequential", args, env), "batched": one("batched", args, env)}
+    for r in out.values():
+        print(f"{r['sampler']:>10}: {r['problems']} problems, {r['attempted']} attempts, {r['verified']} verified "
+              f"({r['deposited']} deposited), {r['tokens']} tokens in {r['loop_seconds']} s loop "
+              f"({r['wall_seconds']} s wall): {r['attempts_per_s']:.2f} attempts/s, {r['tokens_per_s']:.2f} tokens/s, "
+              f"{r['verified_per_hour']:.0f} verified/h", file=sys.stderr)
+    out["speedup"] = out["batched"]["attempts_per_s"] / out["sequential"]["attempts_per_s"]
+    out["config"] = {"model": args.model, "families": args.families, "limit": args.limit, "k": args.k,
+                     "round_size": args.round_size, "generators": args.generators, "cpus": os.cpu_count()}
+    out["load_before"], out["load_after"] = before, uptime()
+    out["command"] = "python bench/bench_flywheel.py " + " ".join(sys.argv[1:])
+    print(f"speed-up batched vs sequential (attempts/s): {out['speedup']:.2f}x at k={args.k}, "
+          f"round size {args.round_size}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(out, sort_keys=True))
+    else:
+        print(json.dumps(out, sort_keys=True, indent=2))
     return 0
 
 

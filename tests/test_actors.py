@@ -62,7 +62,7 @@ def test_a_killed_generator_is_restarted_and_its_task_retried(local_ray, model_c
     actor = start_generator(0, "tiny", str(model_cache), RT)
     pid = ray.get(actor.__ray_call__.remote(lambda self: os.getpid()))
     problem = {"id": problem_hash("What is 5 + 1?"), "text": "What is 5 + 1?"}
-    cfg = SamplingConfig(k=300, max_tokens=12, seed=3)
+    cfg = SamplingConfig(k=300, max_tokens=12, seed=3, sampler="sequential")  # slow enough to kill mid-task
     ref = actor.attempt.remote(problem, cfg)
     time.sleep(1.0)
     assert not ray.wait([ref], timeout=0)[0], "the task must still be running when its process is killed"

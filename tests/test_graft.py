@@ -113,6 +113,8 @@ def test_exactness_cli_tiny_50_samples_across_processes(tmp_path, model_cache, c
     report = json.loads(capsys.readouterr().out)
     assert code == 0
     assert report["samples"] == 50 and report["sha256_equal"] == 50
+    assert report["serving_sha256_equal"] == 50  # the serving configuration: last-position logits
+    assert all(c["serving_graft_logits_sha256"] == c["serving_reference_logits_sha256"] for c in report["cases"])
     assert report["kl_max"] == 0.0 and report["argmax_agreement"] == 1.0
     assert report["shifted_sha256_equal"] < 50 and report["shifted_max_abs_diff"] > 0
     assert {"monolithic_sha256_equal", "cases"} <= report.keys()
@@ -127,7 +129,8 @@ def test_exactness_on_the_default_model(tmp_path, model_cache, capsys):
     os.environ["GALAHAD_MODEL_CACHE"] = str(model_cache)
     code = main(["--data", str(tmp_path), "exactness", "--model", "gemma3-270m", "--samples", "10", "--json"])
     report = json.loads(capsys.readouterr().out)
-    assert code == 0 and report["sha256_equal"] == 10 and report["kl_max"] == 0.0
+    assert code == 0 and report["sha256_equal"] == report["serving_sha256_equal"] == 10
+    assert report["kl_max"] == 0.0
     assert report["argmax_agreement"] == 1.0 and report["shifted_max_abs_diff"] > 0
     assert max(c["prefix_tokens"] for c in report["cases"]) > 512
     committed = json.loads((Path(__file__).resolve().parents[1] / "reports" / "exactness-gemma3-270m-stock.json")
@@ -153,6 +156,6 @@ def test_invariant_mode_graft_equals_one_pass_and_token_by_token(tmp_path, model
                  "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["mode"] == "invariant"
-    assert report["sha256_equal"] == report["monolithic_sha256_equal"] == 20
+    assert report["sha256_equal"] == report["monolithic_sha256_equal"] == report["serving_sha256_equal"] == 20
     assert report["token_by_token_sha256_equal"] == 20
     assert any(c["prefix_tokens"] > 16 for c in report["cases"])  # past tiny's sliding window

@@ -49,7 +49,13 @@ def deposit_span(
     """Prefill `token_ids` after the cache's chain (whose tail is `parent`) and encode the span's KV."""
     if (start == 0) != (parent is None):
         raise ValueError("a root artifact starts at 0 and only a root has no parent")
-    engine.prefill(cache, token_ids, start)
+    engine.prefill(cache, token_ids, start, last_only=True)  # the KV is all a deposit keeps
+    return encode_span(engine, cache, token_ids, start, parent, extra)
+
+
+def encode_span(engine: Engine, cache: DynamicCache, token_ids: list[int], start: int, parent: str | None,
+                extra: dict | None = None) -> tuple[str, bytes]:
+    """Encode the KV a span [start, start+len) just prefilled into `cache` left there (id, bytes)."""
     end = start + len(token_ids)
     keys, values = capture(engine, cache, start, end)
     meta = ArtifactMeta(
@@ -109,6 +115,19 @@ def _inv_freq(engine: Engine, layer_idx: int) -> torch.Tensor:
     return getattr(rotary, f"{layer_type}_inv_freq")
 
 
+def _join(parts: list[torch.Tensor], keep: int | None) -> torch.Tensor:
+    """The chain's positions for one layer: the artifact's own tensor when one suffices (no copy: a view
+    over the bytes the store read), else one concatenation of just the pieces the layer keeps."""
+    if keep is not None:
+        need, i = 0, len(parts)
+        while i > 0 and need < keep:
+            i -= 1
+            need += parts[i].shape[-2]
+        parts = parts[i:]
+    t = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-2)
+    return t if keep is None or t.shape[-2] <= keep else t[:, :, -keep:]
+
+
 def restore(engine: Engine, chain: list[Artifact], shift: int = 0, rope: RopeKernel | None = None) -> DynamicCache:
     """A fresh cache holding the chain's KV. `shift` != 0 re-rotates keys: the explicit inexact mode."""
     check_chain(engine, chain)
@@ -116,11 +135,11 @@ def restore(engine: Engine, chain: list[Artifact], shift: int = 0, rope: RopeKer
     end = chain[-1].meta.end
     rope = rope or RopeKernel()
     for i, (kind, layer) in enumerate(zip(engine.loaded.layer_kinds, cache.layers, strict=True)):
-        k = torch.cat([a.keys[i] for a in chain], dim=-2)
-        v = torch.cat([a.values[i] for a in chain], dim=-2)
         w = _window(kind)
+        keep = None if w is None else w - 1
+        k = _join([a.keys[i] for a in chain], keep)
+        v = _join([a.values[i] for a in chain], keep)
         if w is not None:
-            k, v = k[:, :, -(w - 1) :], v[:, :, -(w - 1) :]
             layer.cumulative_length = end
         if shift:
             k = rope.rerotate(k, shift, _inv_freq(engine, i))

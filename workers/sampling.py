@@ -16,6 +16,7 @@ class SamplingConfig:
     max_tokens: int = 12
     temperature: float = 1.0
     seed: int = 0
+    sampler: str = "batched"  # workers/sampler.py: "batched" (one forward per step for all k) or "sequential"
 
 
 @dataclass(frozen=True)

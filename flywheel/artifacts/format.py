@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from galahad.flywheel.artifacts.store import check_id, sha256_hex
+from galahad.flywheel.artifacts.store import Checked, check_id, sha256_hex
 from galahad.flywheel.errors import GalahadError, IntegrityError
 from galahad.flywheel.safe_json import loads as safe_loads
 
@@ -221,25 +221,61 @@ def decode(data: bytes, expected_id: str) -> Artifact:
     actual = sha256_hex(data)
     if actual != expected_id:
         raise IntegrityError(f"artifact {expected_id[:16]} is corrupted: its bytes hash to {actual[:16]}")
+    return decode_checked(Checked(expected_id, bytearray(data)))
+
+
+# safetensors dtype names -> (torch dtype name, bytes per element)
+_DTYPES = {"F32": ("float32", 4), "F16": ("float16", 2), "BF16": ("bfloat16", 2), "F64": ("float64", 8)}
+
+
+def decode_checked(blob: Checked) -> Artifact:
+    """Parse bytes a store already hash-checked (`BlobStore.get_checked`): tensors are views over the
+    buffer (no copy). The safetensors header is validated strictly: known float dtypes, offsets inside
+    the data section and matching each shape, aligned, every layer's K and V present with the positions
+    its layer kind keeps."""
+    import torch
+
+    data, expected_id = blob.buffer, blob.id
     meta = read_meta(data)
     try:
-        check_layout(data, meta)
+        check_layout(data, meta)  # dtype, heads, head_dim, spans and byte ranges against the metadata
     except GalahadError as exc:
         raise GalahadError(f"artifact {expected_id[:16]}: {exc}") from None
-    from safetensors.torch import load as st_load
-
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(bytes(data[8 : 8 + n]))
+    base, size = 8 + n, len(data) - 8 - n
+    span = meta.end - meta.start
+    tensors: dict[str, torch.Tensor] = {}
     try:
-        tensors = st_load(data)
-    except Exception as exc:  # safetensors raises its own error types
+        for name, spec in header.items():
+            if name == "__metadata__":
+                continue
+            dtype_name, width = _DTYPES[spec["dtype"]]
+            shape = [int(x) for x in spec["shape"]]
+            lo, hi = (int(x) for x in spec["data_offsets"])
+            count = 1
+            for x in shape:
+                count *= x
+            if min(shape, default=0) < 0 or not 0 <= lo <= hi <= size or hi - lo != count * width or (base + lo) % width:
+                raise ValueError(f"tensor {name} has bad offsets or shape")
+            t = torch.frombuffer(data, dtype=getattr(torch, dtype_name), count=count, offset=base + lo) if count else (
+                torch.empty(0, dtype=getattr(torch, dtype_name)))
+            tensors[name] = t.view(shape)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GalahadError(f"artifact {expected_id[:16]} is not valid safetensors: {exc}") from exc
-    n = len(meta.layer_kinds)
-    try:
-        keys = tuple(tensors[f"k.{i:03d}"] for i in range(n))
-        values = tuple(tensors[f"v.{i:03d}"] for i in range(n))
-    except KeyError as exc:
-        raise GalahadError(f"artifact {expected_id[:16]} lacks tensor {exc}") from exc
+    keys, values = [], []
+    for i, kind in enumerate(meta.layer_kinds):
+        want = min(span, int(kind.split(":", 1)[1]) - 1) if kind.startswith("sliding:") else span
+        for name, out in ((f"k.{i:03d}", keys), (f"v.{i:03d}", values)):
+            t = tensors.get(name)
+            if t is None:
+                raise GalahadError(f"artifact {expected_id[:16]} lacks tensor '{name}'")
+            if t.dim() != 4 or t.shape[0] != 1 or t.shape[2] != want:
+                raise GalahadError(f"artifact {expected_id[:16]}: tensor {name} has shape {list(t.shape)}, "
+                                   f"expected [1, heads, {want}, dim]")
+            out.append(t)
     check_finite(keys, values, expected_id)
-    return Artifact(expected_id, meta, keys, values, len(data))
+    return Artifact(expected_id, meta, tuple(keys), tuple(values), len(data))
 
 
 def check_compatible(meta: ArtifactMeta, model_fingerprint: str, runtime_fingerprint: str) -> None:

@@ -15,6 +15,7 @@ import stat
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from galahad.flywheel.errors import GalahadError, IntegrityError
@@ -85,6 +86,18 @@ def check_id(blob_id: str) -> str:
     return blob_id
 
 
+@dataclass(frozen=True)
+class Checked:
+    """A blob's bytes whose SHA-256 was computed as they were read and equals `id`: the only input the
+    artifact parser builds tensors from (one buffer, never copied again: tensors are views over it)."""
+
+    id: str
+    buffer: bytearray
+
+
+READ_CHUNK = 8 * 1024 * 1024
+
+
 class BlobStore(ABC):
     """The store's contract. Implementations must make `put` atomic and durable."""
 
@@ -114,6 +127,10 @@ class BlobStore(ABC):
         if actual != blob_id:
             raise IntegrityError(f"blob {blob_id[:16]} is corrupted: its bytes hash to {actual[:16]}")
         return data
+
+    def get_checked(self, blob_id: str) -> Checked:
+        """The blob in one writable buffer, hash-checked. Backends may override to hash while reading."""
+        return Checked(blob_id, bytearray(self.get(blob_id)))
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -183,6 +200,35 @@ class LocalStore(BlobStore):
         if size is not None and len(data) != size:
             raise IntegrityError(f"blob {blob_id[:16]} is {len(data):,} bytes, its row declares {size:,}")
         return data
+
+    def get_checked(self, blob_id: str) -> Checked:
+        """One read into one preallocated buffer, hashed chunk by chunk as it arrives (no second pass, no
+        copy); anything but a regular file, a size change or a hash mismatch is refused."""
+        path = self.path(blob_id)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
+            raise GalahadError(f"blob {blob_id[:16]} is missing from the store {self.root}") from None
+        except OSError as exc:
+            raise GalahadError(f"cannot read blob {blob_id[:16]}: {exc.strerror or exc}") from None
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise GalahadError(f"blob {blob_id[:16]} is not a regular file")
+            buf = bytearray(st.st_size)
+            view, h, got = memoryview(buf), hashlib.sha256(), 0
+            while got < st.st_size:
+                n = f.readinto(view[got : got + READ_CHUNK])
+                if not n:
+                    break
+                h.update(view[got : got + n])
+                got += n
+            view.release()
+            if got != st.st_size or f.read(1):
+                raise IntegrityError(f"blob {blob_id[:16]} changed size while it was read")
+        if h.hexdigest() != blob_id:
+            raise IntegrityError(f"blob {blob_id[:16]} is corrupted: its bytes hash to {h.hexdigest()[:16]}")
+        return Checked(blob_id, buf)
 
     def has(self, blob_id: str) -> bool:
         try:

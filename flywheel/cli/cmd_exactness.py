@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, sort_keys=True))
     else:
         print_table(report)
-    exact = report["sha256_equal"] == report["samples"]
+    exact = report["sha256_equal"] == report["serving_sha256_equal"] == report["samples"]
     if args.mode == "invariant":
         exact = exact and report["monolithic_sha256_equal"] == report["samples"]
     return 0 if exact else 1
@@ -66,6 +66,7 @@ def print_table(r: dict) -> None:
           f"runtime {r['runtime_fingerprint'][:12]}")
     print(f"own-position graft vs fresh prefill : SHA-256 equal {r['sha256_equal']}/{n}, KL max {r['kl_max']:.3g}, "
           f"argmax agreement {100 * r['argmax_agreement']:.1f}%")
+    print(f"serving (last-position logits)      : SHA-256 equal {r['serving_sha256_equal']}/{n}")
     print(f"graft vs one-pass forward           : SHA-256 equal {r['monolithic_sha256_equal']}/{n}")
     if "token_by_token_sha256_equal" in r:
         print(f"graft vs token-by-token             : SHA-256 equal {r['token_by_token_sha256_equal']}/{n}")

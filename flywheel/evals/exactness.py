@@ -2,13 +2,15 @@
 
 Deposit side (a separate process): prefill each case's prefix with the pinned schedule and deposit its KV
 as an artifact. Graft side (this process, its own model instance): a fresh prefill + query is the
-reference; the artifact, hash-checked from the store, is grafted into a fresh cache + query. Also
+reference; the artifact, hash-checked from the store, is grafted into a fresh cache + query (all logits),
+and again as serving runs it (`recall.graft`, then the query with last-position logits only). Also
 measured: a shifted graft (keys re-rotated by d, the inexact mode), and a one-pass forward over
 prefix+query (and, in invariant mode, token-by-token decoding), compared with the graft.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -22,6 +24,7 @@ import torch
 from galahad.flywheel.artifacts.format import decode
 from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.memory import recall
 from galahad.workers.engine import Engine
 from galahad.workers.graft import deposit_span, restore
 
@@ -81,9 +84,16 @@ def prove(engine: Engine, cases: list[Case], artifact_ids: list[str], store: Loc
         plen = len(c.prefix)
         ref_cache = engine.new_cache()
         engine.prefill(ref_cache, c.prefix, 0)
+        serving_ref_cache = copy.deepcopy(ref_cache)
         ref = engine.forward(ref_cache, c.query, plen)
         art = decode(store.get(art_id), art_id)
         graft = engine.forward(restore(engine, [art]), c.query, plen)
+        # The serving configuration (what `solve`, evals and replay run through `recall.graft_decode`): the
+        # artifact read by the store's hashed one-buffer path, restored, then the query's chunked prefill with
+        # logits at the last position only, against the same on a freshly prefilled cache.
+        serving_cache, start, _ = recall.graft(engine, store, art_id)
+        serving = engine.prefill(serving_cache, c.query, start, last_only=True)
+        serving_ref = engine.prefill(serving_ref_cache, c.query, plen, last_only=True)
         shifted_ref_cache = engine.new_cache()
         engine.prefill(shifted_ref_cache, c.prefix, 0, shift=c.shift)
         shifted_ref = engine.forward(shifted_ref_cache, c.query, plen, shift=c.shift)
@@ -107,6 +117,9 @@ def prove(engine: Engine, cases: list[Case], artifact_ids: list[str], store: Loc
             "shifted_max_abs_diff": float((shifted - shifted_ref).abs().max()),
             "monolithic_logits_sha256": sha(mono),
             "monolithic_sha256_equal": sha(mono) == sha(graft),
+            "serving_reference_logits_sha256": sha(serving_ref),
+            "serving_graft_logits_sha256": sha(serving),
+            "serving_sha256_equal": sha(serving_ref) == sha(serving),
         }
         if tbt_checked:
             tbt_cache = engine.new_cache()
@@ -135,6 +148,7 @@ def summarize(rows: list[dict], engine: Engine, tbt_checked: bool) -> dict:
         "shifted_max_abs_diff": max(r["shifted_max_abs_diff"] for r in rows),
         "shift_table": [{"shift": d, "max_abs_diff": v} for d, v in sorted(by_shift.items())],
         "monolithic_sha256_equal": sum(r["monolithic_sha256_equal"] for r in rows),
+        "serving_sha256_equal": sum(r["serving_sha256_equal"] for r in rows),
         "cases": rows,
     }
     if tbt_checked:

@@ -31,6 +31,19 @@ class Deposited:
     tokens: int
 
 
+@dataclass
+class DepositRequest:
+    """One verified solution on its way into its library: what to prefill, and how often it was redone."""
+
+    problem: dict
+    library: str
+    segment: str
+    extra: dict
+    verification_id: str
+    tail: dict | None = None  # the tail its current prefill extends
+    conflicts: int = 0
+
+
 class LibraryDeposits:
     def __init__(self, catalog: Catalog, store: BlobStore, prefill: Prefill, attempts: int = 3,
                  fingerprints: tuple[str, str] | None = None):
@@ -42,24 +55,38 @@ class LibraryDeposits:
     def deposit(self, problem: dict, answer: str, verification_id: str) -> Deposited:
         """Deposit after the library's current tail. Another depositor may append first (jobs sharing a
         catalog): the catalog then refuses ours atomically, and we redo it after the new tail."""
+        req = self.request(problem, answer, verification_id)
+        while True:
+            placed = self.commit(req, self.prefill(req.segment, self.tail(req), req.extra))
+            if placed is not None:
+                return placed
+
+    def request(self, problem: dict, answer: str, verification_id: str) -> DepositRequest:
         lib = library_name(problem)
         self.catalog.ensure_library(lib, topic=problem.get("topic"), template=problem.get("template"))
         segment = prompts.solution_segment(problem["text"], answer)
         extra = {"problem_id": problem["id"], "library": lib, "verification_id": verification_id}
-        for attempt in range(self.attempts):
-            tail = self.catalog.library_tail(lib, fingerprints=self.fingerprints)
-            span = self.prefill(segment, tail and {"id": tail["id"], "token_end": tail["token_end"]}, extra)
-            try:
-                self.catalog.deposit(self.store, span.data, verification_id=verification_id, library=lib,
-                                     new_chain=span.parent is None and tail is not None)
-            except ChainConflict:
-                if attempt == self.attempts - 1:
-                    raise
-                continue
-            placed = self.catalog.library_tail(lib, fingerprints=self.fingerprints)
-            return Deposited(span.artifact_id, lib, placed["chain_index"], placed["position"], span.start,
-                             span.tokens)
-        raise AssertionError("unreachable")
+        return DepositRequest(problem, lib, segment, extra, verification_id)
+
+    def tail(self, req: DepositRequest) -> dict | None:
+        """The library's committed tail, which the next prefill of `req` must extend (None: a new chain)."""
+        tail = self.catalog.library_tail(req.library, fingerprints=self.fingerprints)
+        req.tail = tail and {"id": tail["id"], "token_end": tail["token_end"]}
+        return req.tail
+
+    def commit(self, req: DepositRequest, span) -> Deposited | None:
+        """Commit a prefilled span; None when another job appended first (redo it after `tail(req)`)."""
+        try:
+            self.catalog.deposit(self.store, span.data, verification_id=req.verification_id, library=req.library,
+                                 new_chain=span.parent is None and req.tail is not None)
+        except ChainConflict:
+            req.conflicts += 1
+            if req.conflicts >= self.attempts:
+                raise
+            return None
+        placed = self.catalog.library_tail(req.library, fingerprints=self.fingerprints)
+        return Deposited(span.artifact_id, req.library, placed["chain_index"], placed["position"], span.start,
+                         span.tokens)
 
 
 class LocalDepositor(LibraryDeposits):

@@ -2,7 +2,8 @@
 
 The catalog is the durable work queue, so the loop holds no state worth losing: a killed job resumes by
 claiming pending problems (and problems whose lease expired), and `reconcile` deposits any solution that
-was verified but whose deposit the kill interrupted. Generators sample in rounds and a problem stops at
+was verified but whose deposit the kill interrupted. Deposits run in the background
+(`learn/background.py`): the loop goes on sampling while the depositor prefills. Generators sample in rounds and a problem stops at
 its first verified attempt, so the budget (k samples x T tokens) is an upper bound, not a fixed cost.
 """
 
@@ -18,6 +19,7 @@ import ray
 from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.learn.background import BackgroundDeposits
 from galahad.flywheel.learn.deposit import LibraryDeposits
 from galahad.flywheel.problems.prompts import answer_from_output
 from galahad.verifier.verifier import Verifier
@@ -60,8 +62,12 @@ class Flywheel:
         self.catalog = catalog
         self.generators = generators
         self.depositor = depositor
-        fingerprints = tuple(ray.get(depositor.fingerprint_pair.remote()))
+        # Only chains made under the depositor's (model, runtime) are extended; no depositor: set `deposits`.
+        fingerprints = tuple(ray.get(depositor.fingerprint_pair.remote())) if depositor is not None else None
         self.deposits = LibraryDeposits(catalog, store, remote_prefill(depositor), fingerprints=fingerprints)
+        # Deposits while sampling goes on: the depositor's refs share the loop's `ray.wait` set.
+        self.background = BackgroundDeposits(self.deposits, lambda seg, tail, extra: depositor.deposit.remote(
+            seg, tail, extra), fetch_span)
         self.model_fingerprint = model_fingerprint
         self.config = config
         self.verifier = verifier or Verifier()
@@ -110,13 +116,18 @@ class Flywheel:
                     held[problem["id"]] = problem
                     self.tally.problems += 1
                     submit(problem, 0)
-            if not in_flight:
+            if not in_flight and not self.background.refs():
                 break
-            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=cfg.lease_seconds / 4)
+            ready, _ = ray.wait([*in_flight, *self.background.refs()], num_returns=1,
+                                timeout=cfg.lease_seconds / 4)
             if time.monotonic() - last_renew > cfg.lease_seconds / 4:
                 self.catalog.extend_lease(list(held), self.worker_id, cfg.lease_seconds)
                 last_renew = time.monotonic()
             for ref in ready:
+                if ref in self.background:
+                    if self.background.done(ref) is not None:
+                        self.tally.deposited += 1
+                    continue
                 problem, next_first = in_flight.pop(ref)
                 accepted = self._record(run_id, problem, ray.get(ref), spent)
                 if accepted:
@@ -151,23 +162,27 @@ class Flywheel:
         if accepted is None:
             return False
         r, verification_id = accepted
-        self._deposit(problem, r.answer, verification_id)
+        self.background.add(problem, r.answer, verification_id)  # the verdict is committed: a kill loses nothing
         self.tally.verified += 1
-        self.tally.deposited += 1
         self.tally.tokens_to_solve += spent.pop(problem["id"])
         return True
 
 
+def fetch_span(ref):
+    """A depositor call's result; a worker's failure becomes its one-line reason."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+        msg = str(cause).strip().splitlines()[-1] if str(cause).strip() else type(cause).__name__
+        raise GalahadError(msg) from None
+
+
 def remote_prefill(actor):
-    """The depositor actor's `deposit` as a plain call; a worker's failure becomes its one-line reason."""
+    """The depositor actor's `deposit` as a plain (waiting) call: what `reconcile` uses at start-up."""
 
     def call(segment: str, tail: dict | None, extra: dict):
-        try:
-            return ray.get(actor.deposit.remote(segment, tail, extra))
-        except ray.exceptions.RayTaskError as exc:
-            cause = exc.cause if getattr(exc, "cause", None) is not None else exc
-            msg = str(cause).strip().splitlines()[-1] if str(cause).strip() else type(cause).__name__
-            raise GalahadError(msg) from None
+        return fetch_span(actor.deposit.remote(segment, tail, extra))
 
     return call
 

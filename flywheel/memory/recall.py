@@ -49,22 +49,31 @@ def check_fits(engine, start: int, n_prompt: int, max_tokens: int) -> None:
                            f"{max_tokens:,} decode tokens = {need:,} > {window:,}")
 
 
-def graft_decode(engine, store: BlobStore, tail: str | None, text: str, max_tokens: int,
-                 temperature: float = 0.0, seed: int = 0) -> Recalled:
-    """Graft the chain ending at `tail` (None: an empty cache), then decode `text`'s continuation."""
+def graft(engine, store: BlobStore, tail: str | None):
+    """The cache to answer in: the chain ending at `tail`, read from the store (each blob read once into one
+    buffer and hash-checked as it is read, tensors built over those bytes) and restored at its own
+    positions; or an empty cache. Returns (cache, first free position, grafted artifact ids)."""
+    return _restore(engine, load_chain(store, tail) if tail else [])
+
+
+def _restore(engine, chain: list):
     from galahad.workers.graft import restore  # torch: off the import path of model-free commands
 
-    if tail:
-        chain = load_chain(store, tail)
-        start, artifacts = chain[-1].meta.end, [a.id for a in chain]
-        ids = engine.encode(text, bos=False)
-        check_fits(engine, start, len(ids), max_tokens)
-        cache = restore(engine, chain)
-    else:
-        start, artifacts = 0, []
-        ids = engine.encode(text, bos=True)
-        check_fits(engine, start, len(ids), max_tokens)
-        cache = engine.new_cache()
+    if not chain:
+        return engine.new_cache(), 0, []
+    return restore(engine, chain), chain[-1].meta.end, [a.id for a in chain]
+
+
+def graft_decode(engine, store: BlobStore, tail: str | None, text: str, max_tokens: int,
+                 temperature: float = 0.0, seed: int = 0) -> Recalled:
+    """Graft the chain ending at `tail` (None: an empty cache), then decode `text`'s continuation. The
+    decode computes logits at the last position only (`Engine.decode`): the serving configuration that
+    `galahad exactness` proves byte-identical to recomputation. What cannot fit the context window is
+    refused before any forward pass."""
+    ids = engine.encode(text, bos=not tail)
+    chain = load_chain(store, tail) if tail else []
+    check_fits(engine, chain[-1].meta.end if chain else 0, len(ids), max_tokens)
+    cache, start, artifacts = _restore(engine, chain)
     out = engine.decode(cache, ids, start, max_tokens, temperature=temperature, seed=seed,
                         stop=(prompts.ANSWER_STOP,))
     return Recalled(artifacts, start, list(ids), list(out.token_ids), out.text, out.seconds)

@@ -1,0 +1,187 @@
+"""Time to first token: graft (THE serving path) vs recomputing the prefix, side by side in one run.
+
+Usage: nice -n 10 .venv/bin/python bench/bench_graft.py [--model gemma3-270m] [--sizes 512,2048,4096,8192,16384]
+                                                       [--reps 5] [--recompute-reps 1] [--json]
+
+For each prefix length N (deterministic token ids) and one query (22 tokens with Gemma's tokenizer):
+- `recompute_s`: a fresh chunked prefill of the prefix, then the query's forward (last-position logits), as a
+  model without memory would answer.
+- `graft_s`: `recall.graft_decode(..., max_tokens=1)`, the one graft -> decode path solve/evals/replay run:
+  read the artifact from the store (one buffer, SHA-256 computed as it is read), parse it (tensors are views
+  over those bytes), restore it at its own positions, the query's forward, the first token.
+- `restore_s`: `recall.graft` alone (read, hash, parse, restore) vs `floor_s`: a plain read + SHA-256 of the
+  very same file (what no correct graft can beat).
+- `query_s`: the query's forward alone over a cache already in memory (the other half of the floor).
+The graft's first token and last-position logits are checked byte-equal (`torch.equal`) to the recompute's.
+Break-even: prefixes of 1..256 tokens are timed the same way; the first length where recompute is slower
+is reported. gemma3-270m's context window is 32,768; its sliding layers keep 511 positions, so the
+artifact of an N-token prefix holds N positions for the 3 full layers and 511 for the 15 sliding ones.
+The store is on local disk and was just written (warm page cache for both the graft and the floor).
+Results go to reports/bench-graft-<model>.json and a PNG of both curves beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERY = "Question: What is the sum of 27 and 45, plus 8?\nAnswer:"  # 22 tokens with Gemma's tokenizer
+
+
+def uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def measure(engine, store, n: int, reps: int, recompute_reps: int, gen) -> dict:
+    import torch
+
+    from galahad.flywheel.memory.recall import graft, graft_decode
+    from galahad.workers.graft import encode_span
+
+    vocab = engine.model.config.vocab_size
+    prefix = [engine.tokenizer.bos_token_id] + torch.randint(10, vocab, (n - 1,), generator=gen).tolist()
+    q = engine.encode(QUERY, bos=False)
+    recompute, ref_logits, art_id = [], None, None
+    for _ in range(recompute_reps):
+        cache = engine.new_cache()
+        _, t_prefix = timed(lambda cache=cache: engine.prefill(cache, prefix, 0, last_only=True))
+        if art_id is None:  # the artifact is these very bytes (encoded between the two timed parts)
+            art_id = store.put(encode_span(engine, cache, prefix, 0, None)[1])
+        ref_logits, t_query = timed(lambda cache=cache: engine.prefill(cache, q, n, last_only=True)[-1])
+        recompute.append(t_prefix + t_query)
+    path = store.path(art_id)
+    warm, _, _ = graft(engine, store, art_id)
+    floor, restore, query, ttft = [], [], [], []
+    for _ in range(reps):  # interleaved, so load changes hit every figure alike
+        floor.append(timed(lambda: hashlib.sha256(path.read_bytes()).hexdigest())[1])
+        restore.append(timed(lambda: graft(engine, store, art_id))[1])
+        c = copy.deepcopy(warm)
+        query.append(timed(lambda c=c: int(torch.argmax(engine.prefill(c, q, n, last_only=True)[-1])))[1])
+        out, t = timed(lambda: graft_decode(engine, store, art_id, QUERY, max_tokens=1))
+        ttft.append(t)
+    cache, start, _ = graft(engine, store, art_id)
+    graft_logits = engine.prefill(cache, q, start, last_only=True)[-1]
+    exact = bool(torch.equal(graft_logits, ref_logits)) and out.output_token_ids == [int(torch.argmax(ref_logits))]
+    row = {"tokens": n, "recompute_s": statistics.median(recompute), "graft_s": statistics.median(ttft),
+           "restore_s": statistics.median(restore), "floor_s": statistics.median(floor),
+           "query_s": statistics.median(query), "artifact_bytes": path.stat().st_size, "query_tokens": len(q),
+           "exact": exact}
+    row["speedup"] = row["recompute_s"] / row["graft_s"]
+    row["restore_vs_floor"] = row["restore_s"] / row["floor_s"]
+    row["graft_vs_floor"] = row["graft_s"] / (row["floor_s"] + row["query_s"])
+    return row
+
+
+def plot(rows: list[dict], small: list[dict], title: str, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = sorted(small + rows, key=lambda r: r["tokens"])
+    x = [r["tokens"] for r in pts]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.plot(x, [r["recompute_s"] for r in pts], "o-", label="recompute prefix + query")
+    ax.plot(x, [r["graft_s"] for r in pts], "s-", label="graft (read, hash, restore) + query")
+    ax.plot(x, [r["floor_s"] + r["query_s"] for r in pts], ":", label="floor: read + SHA-256 + query forward")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("prefix tokens")
+    ax.set_ylabel("time to first token (s)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="gemma3-270m")
+    ap.add_argument("--sizes", default="512,2048,4096,8192,16384")
+    ap.add_argument("--reps", type=int, default=5, help="graft-side repetitions (medians)")
+    ap.add_argument("--recompute-reps", type=int, default=1, help="recompute repetitions (16k takes minutes)")
+    ap.add_argument("--break-even", default="1,2,4,8,16,32,64,128,256", help="small prefix lengths to time")
+    ap.add_argument("--out", type=Path, default=None, help="report path (default reports/bench-graft-MODEL.json)")
+    ap.add_argument("--threads", type=int, default=DEFAULT_RUNTIME.threads, help="CPU threads (default: the runtime's)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    runtime = DEFAULT_RUNTIME.with_(threads=args.threads)
+    pin_process_env(runtime)
+    import torch
+
+    from galahad.flywheel.artifacts.store import LocalStore
+    from galahad.workers.engine import Engine
+    from galahad.workers.model_loader import load_model
+
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    small = [int(s) for s in args.break_even.split(",") if s]
+    cache_dir = Path(os.environ.get("GALAHAD_MODEL_CACHE", "~/.cache/galahad-models")).expanduser()
+    engine = Engine(load_model(args.model, cache_dir, runtime), runtime)
+    window = engine.loaded.context_window
+    too_long = [n for n in sizes + small if n < 1 or n + 17 > window]
+    if too_long:
+        sys.exit(f"prefix lengths must be in 1..{window - 17} (context window {window}): {too_long}")
+    load_before = uptime()
+    gen = torch.Generator().manual_seed(0)
+    with tempfile.TemporaryDirectory(prefix="bench-graft-") as tmp:
+        store = LocalStore(tmp)
+        measure(engine, store, 64, 1, 1, gen)  # warm-up (first calls allocate)
+        small_rows = [measure(engine, store, n, args.reps, args.reps, gen) for n in small]
+        rows = []
+        out = args.out or ROOT / "reports" / f"bench-graft-{args.model}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        for n in sizes:
+            rows.append(measure(engine, store, n, args.reps, args.recompute_reps, gen))
+            out.write_text(json.dumps({"partial": True, "rows": rows, "small_rows": small_rows,
+                                       "load": uptime()}, indent=2))  # a killed run still leaves its rows
+            r = rows[-1]
+            print(f"{n:>6} tokens: recompute {r['recompute_s']:.3f} s, graft {r['graft_s'] * 1e3:.1f} ms "
+                  f"({r['speedup']:.0f}x); restore {r['restore_s'] * 1e3:.1f} ms vs floor {r['floor_s'] * 1e3:.1f} ms "
+                  f"({r['restore_vs_floor']:.2f}x); query {r['query_s'] * 1e3:.1f} ms; graft/(floor+query) "
+                  f"{r['graft_vs_floor']:.2f}; exact {r['exact']}", file=sys.stderr, flush=True)
+    slower = [r["tokens"] for r in small_rows if r["recompute_s"] > r["graft_s"]]
+    below = [r["tokens"] for r in small_rows if r["recompute_s"] <= r["graft_s"]]
+    report = {
+        "model": args.model, "threads": runtime.threads, "query": QUERY, "reps": args.reps,
+        "recompute_reps": args.recompute_reps, "rows": rows, "small_rows": small_rows,
+        "break_even_tokens": min(slower) if slower else None,
+        "recompute_cheaper_at": below,
+        "all_exact": all(r["exact"] for r in rows + small_rows),
+        "load_before": load_before, "load_after": uptime(), "cpus": os.cpu_count(),
+        "command": "python bench/bench_graft.py " + " ".join(sys.argv[1:]),
+    }
+    out.write_text(json.dumps(report, indent=2, sort_keys=True))
+    plot(rows, small_rows, f"{args.model}, {runtime.threads} threads, {len(engine.encode(QUERY, bos=False))}-token query; {report['load_before'][-40:]}",
+         out.with_suffix(".png"))
+    print(f"break-even: graft is faster from {report['break_even_tokens']} prefix tokens "
+          f"(recompute cheaper at {below or 'none'}); all exact: {report['all_exact']}; report {out}")
+    if args.json:
+        print(json.dumps(report, sort_keys=True))
+    return 0 if report["all_exact"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

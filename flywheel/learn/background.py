@@ -1,0 +1,68 @@
+"""Deposits that run while sampling continues: the loop never waits on a depositor.
+
+A verified solution's verdict is committed before its deposit is submitted, so a kill at any moment loses
+nothing (the next run's `reconcile` deposits it). The depositor's calls are Ray object refs that the loop
+puts in the same `ray.wait` set as the generators' rounds; when one returns, its span is committed to the
+catalog here. Chains stay linear: at most one deposit per library is in flight, and the next one for that
+library is submitted only after the previous one is committed, so each call is given the tail the
+previous call produced (the depositor then appends to its live cache). A `ChainConflict` (another job
+appended first) is redone after the new tail, as `LibraryDeposits.deposit` does.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.learn.deposit import Deposited, DepositRequest, LibraryDeposits
+
+Submit = Callable[[str, "dict | None", dict], object]  # (segment, tail, extra) -> an ObjectRef of a Span
+Fetch = Callable[[object], object]  # ObjectRef -> Span (raises the worker's failure)
+
+
+class BackgroundDeposits:
+    def __init__(self, deposits: LibraryDeposits, submit: Submit, fetch: Fetch):
+        self.deposits, self.submit, self.fetch = deposits, submit, fetch
+        self.queued: dict[str, deque[DepositRequest]] = {}
+        self.in_flight: dict[object, DepositRequest] = {}
+        self.busy: set[str] = set()
+
+    def add(self, problem: dict, answer: str, verification_id: str) -> None:
+        """Queue a verified solution's deposit; it starts now unless its library has one in flight."""
+        req = self.deposits.request(problem, answer, verification_id)
+        self.queued.setdefault(req.library, deque()).append(req)
+        self._start(req.library)
+
+    def refs(self) -> list:
+        return list(self.in_flight)
+
+    def __contains__(self, ref) -> bool:
+        return ref in self.in_flight
+
+    def __len__(self) -> int:
+        return len(self.in_flight) + sum(len(q) for q in self.queued.values())
+
+    def done(self, ref) -> Deposited | None:
+        """Commit a returned prefill (its ref is ready); None when it was redone after a chain conflict."""
+        req = self.in_flight.pop(ref)
+        try:
+            placed = self.deposits.commit(req, self.fetch(ref))
+        except GalahadError as exc:
+            raise GalahadError(f"deposit of problem {req.problem['id'][:16]} failed: {str(exc)[:300]}") from None
+        if placed is None:
+            self._submit(req)
+            return None
+        self.busy.discard(req.library)
+        self._start(req.library)
+        return placed
+
+    def _start(self, library: str) -> None:
+        queue = self.queued.get(library)
+        if library in self.busy or not queue:
+            return
+        self.busy.add(library)
+        self._submit(queue.popleft())
+
+    def _submit(self, req: DepositRequest) -> None:
+        self.in_flight[self.submit(req.segment, self.deposits.tail(req), req.extra)] = req
