@@ -49,10 +49,16 @@ def test_run_verifies_deposits_and_catalog_is_consistent(learned, env):
     assert set(summary["nodes"]["generators"]) == {"127.0.0.1"}  # a local cluster stays on loopback
     with _catalog(data) as cat:
         stats = cat.stats()
-        assert stats["artifacts"] == stats["verified"] == summary["verified"]
+        # one library artifact and one recall artifact (the solution alone) per verified problem
+        assert stats["artifacts"] == 2 * stats["verified"] == 2 * summary["verified"]
         for p in cat.find_problems(limit=1000):
             sol = cat.verified_solution(p["id"])
             assert (p["status"] == "verified") == (sol is not None and sol["artifact_id"] is not None)
+            recall = cat.recall(p["id"])
+            assert (p["status"] == "verified") == (recall is not None)
+            if recall:
+                assert recall["artifact_id"] != sol["artifact_id"]
+                assert cat.artifact(recall["artifact_id"])["parent_id"] is None  # a root: alone in context
     fsck = galahad(data, "catalog", "fsck", env=env)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
 
@@ -67,7 +73,7 @@ def test_recurrence_is_answered_by_graft_in_a_handful_of_tokens(learned, env):
         assert proc.returncode == 0, proc.stderr[-2000:]
         ans = json.loads(proc.stdout)
         assert {"answer", "path", "decode_tokens", "seconds"} <= ans.keys()
-        assert ans["path"] == "recurrence" and ans["verified"] is True
+        assert ans["path"] == "hash" and ans["verified"] is True
         assert ans["answer"] == p["answer"] and ans["decode_tokens"] <= 8
 
 
@@ -139,7 +145,8 @@ def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path, env):
         after = {p["id"] for p in cat.find_problems(limit=1000) if p["status"] == "verified"}
         stats = cat.stats()
         assert before <= after
-        assert stats["artifacts"] == len(after)  # one artifact per verified problem: none lost, none twice
+        assert stats["artifacts"] == 2 * len(after)  # library + recall artifact per verified problem: none lost, none twice
+        assert not cat.missing_recalls() and not cat.unfinished_deposits()
         assert stats["by_status"].get("claimed", 0) == 0
     fsck = galahad(data, "catalog", "fsck", "--json", env=env)
     report = json.loads(fsck.stdout)
@@ -174,7 +181,7 @@ def test_run_on_postgresql_catalog_and_shared_store(tmp_path, env, make_catalog_
     with Catalog(url) as cat:
         stats = cat.stats()
         assert stats["attempts"] == summary["attempted"] >= 2 and stats["verifications"] == stats["attempts"]
-        assert stats["runs"] == 1 and stats["artifacts"] == summary["deposited"]
+        assert stats["runs"] == 1 and stats["artifacts"] == 2 * summary["deposited"]  # library + recall
     assert not (tmp_path / "data" / "catalog.sqlite3").exists()
 
 
