@@ -77,6 +77,32 @@ def test_recurrence_is_answered_by_graft_in_a_handful_of_tokens(learned, env):
         assert ans["answer"] == p["answer"] and ans["decode_tokens"] <= 8
 
 
+@pytest.mark.slow
+def test_recurrence_is_correct_for_every_verified_problem_of_the_run(learned, env, tmp_path):
+    """The default `eval recurrence` covers every verified problem (no --limit): each is answered from its
+    recall artifact, correctly, in at most 8 decode tokens, on the real default model."""
+    data, summary = learned
+    proc = galahad(data, "eval", "recurrence", "--k", "1", "--json", "--out", str(tmp_path / "r.json"), env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    everyone = json.loads(proc.stdout)["all_problems"]
+    assert everyone["problems"] == summary["verified"] >= 1
+    assert everyone["graft_accuracy"] == 1.0 and everyone["graft_max_decode_tokens"] <= 8
+    records = json.loads((tmp_path / "r.json").read_text())["records"]
+    with _catalog(data) as cat:
+        for r in (r for r in records if r["condition"] == "graft"):
+            assert r["grafted_artifacts"] == [cat.recall(r["id"])["artifact_id"]]  # its solution alone
+            assert r["verified"] and r["decode_tokens"] <= 8
+    # The same problem in other words is recalled by its canonical key, from the same artifact.
+    with _catalog(data) as cat:
+        added = [p for p in cat.find_problems(limit=1000) if p["status"] == "verified"
+                 and p["template"].startswith("add1/")][:1]
+    for p in added:
+        a, b = p["external_id"].rsplit("/", 1)[-1].split("-")  # builtin/add1/t<k>/<a>-<b>
+        proc = galahad(data, "solve", f"What is the sum of {b} and {a}?", "--json", env=env)
+        ans = json.loads(proc.stdout)
+        assert ans["path"] in ("hash", "key") and ans["verified"] is True and ans["answer"] == p["answer"]
+
+
 def test_unknown_problem_falls_back_to_the_base_model(learned, env):
     data, _ = learned
     proc = galahad(data, "solve", "Name the capital city of the country Freedonia.", "--json", env=env)

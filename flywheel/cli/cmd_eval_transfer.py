@@ -29,6 +29,8 @@ def add_transfer_parser(ev: argparse._SubParsersAction) -> None:
                         "instead of the built-in families' held-out problems")
     t.add_argument("--k", type=int, default=FileTransferConfig().k,
                    help="with --problems: solutions in the random and nearest memories")
+    t.add_argument("--conditions", default=",".join(FileTransferConfig().conditions),
+                   help="with --problems: conditions to run (default all six; text needs nearest)")
     t.add_argument("--json", action="store_true")
     t.add_argument("--out", type=Path, default=None, help="manifest path (default: the reports folder)")
     add_storage_args(t)
@@ -101,11 +103,17 @@ def run_transfer_file(args: argparse.Namespace) -> int:
 
     if args.k < 1:
         raise GalahadError("--k must be at least 1")
+    conditions = tuple(c for c in args.conditions.split(",") if c)
+    unknown = sorted(set(conditions) - set(transfer_file.CONDITIONS))
+    if unknown or not conditions:
+        raise GalahadError(f"unknown condition {(unknown or [''])[0]!r}; known: {', '.join(transfer_file.CONDITIONS)}")
+    if "text" in conditions and "nearest" not in conditions:
+        raise GalahadError("the text condition is compared with nearest: give both")
     items = [{"text": p.problem, "answer": p.answer, "source": p.source, "external_id": p.id}
              for p in load_jsonl(args.problems)]  # refused whole on a bad line, before any model loads
     if not items:
         raise GalahadError(f"{args.problems}: no problems")
-    cfg = transfer_file.FileTransferConfig(k=args.k, seed=args.seed)
+    cfg = transfer_file.FileTransferConfig(k=args.k, seed=args.seed, conditions=conditions)
     paths, catalog, store = storage(args)
     with catalog, Verifier() as verifier:
         catalog.ensure_keys()

@@ -37,6 +37,7 @@ class FileTransferConfig:
     k: int = 4  # solutions in the random and nearest memories
     seed: int = 2000
     max_tokens: int = 8
+    conditions: tuple[str, ...] = CONDITIONS  # `text` needs `nearest` (it is compared with it)
 
 
 def _solutions(catalog, problems: list[dict]) -> list[tuple[str, str]]:
@@ -70,16 +71,25 @@ def run(engine, catalog, store, verifier, problems: list[dict], cfg: FileTransfe
         def record(s: Spec, _meta=meta) -> None:
             records.append({**make_record(engine, store, verifier, s, meter), **_meta})
 
-        record(spec("base", "few-shot", None, max_tokens=solver.base_max_tokens))
-        record(spec("empty", "query", None))
-        if recalled:
+        want = set(cfg.conditions)
+        if "base" in want:
+            record(spec("base", "few-shot", None, max_tokens=solver.base_max_tokens))
+        if "empty" in want:
+            record(spec("empty", "query", None))
+        if recalled and "random" in want:
             rng = random.Random(f"{cfg.seed}:{pid}")
             chosen = rng.sample(recalled, min(cfg.k, len(recalled)))
             record(spec("random", "query", compose(engine, catalog, store, _solutions(catalog, chosen))))
+        if recalled and "nearest" in want:
             ranked = sorted(recalled, key=lambda c: (canonical.similarity(p["text"], c["text"]), c["id"]))
             nearest = compose(engine, catalog, store, _solutions(catalog, ranked[-cfg.k:]))
             record(spec("nearest", "query", nearest))
-            record(spec("text", "query", nearest, recompute=True))
+            if "text" in want:
+                record(spec("text", "query", nearest, recompute=True))
+        if "system" not in want:
+            if progress:
+                progress()
+            continue
         tried = []
         for route in solver.routes(p["text"]):
             s = spec("system", route.prompt, route.tail, asked=route.asked, max_tokens=route.max_tokens)
