@@ -134,7 +134,7 @@ def main() -> int:
         for p in hits:
             local = solver.recurrence(p.problem)
             _, body = post(server.url, p.problem)
-            if local is not None and local.verified and body["path"] == "recurrence":
+            if local is not None and local.verified and body["path"] == "hash":
                 recurring.append(p)
         if not recurring:
             sys.exit("no seeded problem is answered by recurrence: nothing to compare")
@@ -147,7 +147,7 @@ def main() -> int:
                 dt, body = post(server.url, p.problem)
                 http_s.append(dt)
                 tokens.append(body["decode_tokens"])
-                assert body["path"] == "recurrence" and ans.answer == body["answer"], (body, ans)
+                assert body["path"] == "hash" and ans.answer == body["answer"], (body, ans)
         texts = [t for pair in zip([p.problem for p in recurring] * len(misses), [m.problem for m in misses] *
                                    len(recurring), strict=True) for t in pair]
         single = load(server.url, texts, 1, args.single_seconds)

@@ -49,10 +49,16 @@ def test_run_verifies_deposits_and_catalog_is_consistent(learned, env):
     assert set(summary["nodes"]["generators"]) == {"127.0.0.1"}  # a local cluster stays on loopback
     with _catalog(data) as cat:
         stats = cat.stats()
-        assert stats["artifacts"] == stats["verified"] == summary["verified"]
+        # one library artifact and one recall artifact (the solution alone) per verified problem
+        assert stats["artifacts"] == 2 * stats["verified"] == 2 * summary["verified"]
         for p in cat.find_problems(limit=1000):
             sol = cat.verified_solution(p["id"])
             assert (p["status"] == "verified") == (sol is not None and sol["artifact_id"] is not None)
+            recall = cat.recall(p["id"])
+            assert (p["status"] == "verified") == (recall is not None)
+            if recall:
+                assert recall["artifact_id"] != sol["artifact_id"]
+                assert cat.artifact(recall["artifact_id"])["parent_id"] is None  # a root: alone in context
     fsck = galahad(data, "catalog", "fsck", env=env)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
 
@@ -67,8 +73,34 @@ def test_recurrence_is_answered_by_graft_in_a_handful_of_tokens(learned, env):
         assert proc.returncode == 0, proc.stderr[-2000:]
         ans = json.loads(proc.stdout)
         assert {"answer", "path", "decode_tokens", "seconds"} <= ans.keys()
-        assert ans["path"] == "recurrence" and ans["verified"] is True
+        assert ans["path"] == "hash" and ans["verified"] is True
         assert ans["answer"] == p["answer"] and ans["decode_tokens"] <= 8
+
+
+@pytest.mark.slow
+def test_recurrence_is_correct_for_every_verified_problem_of_the_run(learned, env, tmp_path):
+    """The default `eval recurrence` covers every verified problem (no --limit): each is answered from its
+    recall artifact, correctly, in at most 8 decode tokens, on the real default model."""
+    data, summary = learned
+    proc = galahad(data, "eval", "recurrence", "--k", "1", "--json", "--out", str(tmp_path / "r.json"), env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    everyone = json.loads(proc.stdout)["all_problems"]
+    assert everyone["problems"] == summary["verified"] >= 1
+    assert everyone["graft_accuracy"] == 1.0 and everyone["graft_max_decode_tokens"] <= 8
+    records = json.loads((tmp_path / "r.json").read_text())["records"]
+    with _catalog(data) as cat:
+        for r in (r for r in records if r["condition"] == "graft"):
+            assert r["grafted_artifacts"] == [cat.recall(r["id"])["artifact_id"]]  # its solution alone
+            assert r["verified"] and r["decode_tokens"] <= 8
+    # The same problem in other words is recalled by its canonical key, from the same artifact.
+    with _catalog(data) as cat:
+        added = [p for p in cat.find_problems(limit=1000) if p["status"] == "verified"
+                 and p["template"].startswith("add1/")][:1]
+    for p in added:
+        a, b = p["external_id"].rsplit("/", 1)[-1].split("-")  # builtin/add1/t<k>/<a>-<b>
+        proc = galahad(data, "solve", f"What is the sum of {b} and {a}?", "--json", env=env)
+        ans = json.loads(proc.stdout)
+        assert ans["path"] in ("hash", "key") and ans["verified"] is True and ans["answer"] == p["answer"]
 
 
 def test_unknown_problem_falls_back_to_the_base_model(learned, env):
@@ -143,7 +175,8 @@ def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path, env):
         after = {p["id"] for p in cat.find_problems(limit=1000) if p["status"] == "verified"}
         stats = cat.stats()
         assert before <= after
-        assert stats["artifacts"] == len(after)  # one artifact per verified problem: none lost, none twice
+        assert stats["artifacts"] == 2 * len(after)  # library + recall artifact per verified problem: none lost, none twice
+        assert not cat.missing_recalls() and not cat.unfinished_deposits()
         assert stats["by_status"].get("claimed", 0) == 0
     fsck = galahad(data, "catalog", "fsck", "--json", env=env)
     report = json.loads(fsck.stdout)
@@ -178,7 +211,7 @@ def test_run_on_postgresql_catalog_and_shared_store(tmp_path, env, make_catalog_
     with Catalog(url) as cat:
         stats = cat.stats()
         assert stats["attempts"] == summary["attempted"] >= 2 and stats["verifications"] == stats["attempts"]
-        assert stats["runs"] == 1 and stats["artifacts"] == summary["deposited"]
+        assert stats["runs"] == 1 and stats["artifacts"] == 2 * summary["deposited"]  # library + recall
     assert not (tmp_path / "data" / "catalog.sqlite3").exists()
 
 

@@ -103,7 +103,7 @@ def test_solve_answers_through_the_solver(served):
     assert ans["model_fingerprint"] == lineage["artifact"]["model_fingerprint"]
     assert ans["runtime_fingerprint"] == lineage["artifact"]["runtime_fingerprint"]
     # the tiny model is random: whichever path answered, it decoded within its budget and said which
-    assert ans["path"] in ("recurrence", "transfer", "base") and 0 < ans["decode_tokens"] <= 12
+    assert ans["path"] in ("hash", "key", "similar", "transfer", "base") and 0 < ans["decode_tokens"] <= 12
     assert ans["queued"] is False  # no gold answer: nothing to learn
 
 
@@ -221,7 +221,7 @@ def test_python_client(served):
     c = Client(served.url, token=TOKEN)
     assert c.health() == {"ok": True} and c.ready()["ok"]
     ans = c.solve(SEEDED[0])
-    assert ans["path"] in ("recurrence", "transfer", "base")
+    assert ans["path"] in ("hash", "key", "similar", "transfer", "base")
     assert c.problem(problem_hash(SEEDED[0]))["status"] == "verified"
     assert c.stats()["artifacts"] >= 1
     assert c.find("2 + 3")[0]["id"] == problem_hash(SEEDED[0])
@@ -249,7 +249,7 @@ def test_solve_cli_against_the_server(served, env):
     proc = subprocess.run([*GALAHAD, "solve", SEEDED[0], "--server", served.url, "--json"],
                           env={**env, "GALAHAD_API_TOKEN": TOKEN}, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert json.loads(proc.stdout)["path"] in ("recurrence", "transfer", "base")
+    assert json.loads(proc.stdout)["path"] in ("hash", "key", "similar", "transfer", "base")
     proc = subprocess.run([*GALAHAD, "solve", SEEDED[0], "--server", served.url], env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
@@ -342,7 +342,7 @@ def test_default_model_learns_over_http_then_answers_by_recurrence(tmp_path, env
         for s in learned:
             code, ans = server.json("POST", "/v1/solve", {"problem": s["text"]})
             assert code == 200, ans
-            assert ans["path"] == "recurrence" and ans["verified"] is True, ans
+            assert ans["path"] == "hash" and ans["verified"] is True, ans
             assert ans["decode_tokens"] <= 8 and s["artifact_id"] in ans["grafted_artifacts"], ans
             assert ans["queued"] is False
     finally:

@@ -64,6 +64,8 @@ class Depositor:
             live = self._live.pop(parent, None)  # taken, not borrowed: a failed prefill must not leave it live
             cache = live if live is not None else restore(self.engine, load_chain(self.store, parent))
         art_id, data = deposit_span(self.engine, cache, ids, start, parent, extra)
+        if (extra or {}).get("role") == "recall":  # a recall root is never extended: keep chain tails live
+            return Span(art_id, data, parent, start, len(ids))
         self._live[art_id] = cache
         while len(self._live) > self.live_caches:
             self._live.popitem(last=False)

@@ -23,6 +23,7 @@ from galahad.flywheel.artifacts.store import BlobStore, check_id, sha256_hex
 from galahad.flywheel.catalog.db import now, open_engine, redact, write_transaction
 from galahad.flywheel.catalog.queries import Queries
 from galahad.flywheel.catalog.queue import WorkQueue
+from galahad.flywheel.catalog.recall import Recalls
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import ChainConflict, GalahadError
 from galahad.flywheel.problems.records import problem_hash  # one definition of "the same problem"
@@ -49,7 +50,7 @@ def store_location(store: BlobStore) -> str:
     return f"file://{root}" if root is not None else type(store).__name__
 
 
-class Catalog(Queries, WorkQueue):
+class Catalog(Queries, WorkQueue, Recalls):
     """One catalog database. Thread-safe (pooled engine); open a new one in each process, never fork one."""
 
     def __init__(self, url: str, *, migrate: bool = True, create: bool = True):
@@ -124,6 +125,7 @@ class Catalog(Queries, WorkQueue):
             ))
         with self.write() as conn:
             self.insert_ignore(conn, P, rows)
+            self._add_keys(conn, list({r["id"]: r for r in rows}.values()))
         return [r["id"] for r in rows]
 
     # -- runs, attempts, verifications ---------------------------------------------------------------
@@ -182,13 +184,14 @@ class Catalog(Queries, WorkQueue):
 
     def deposit(
         self, store: BlobStore, data: bytes, *, verification_id: str | None = None, library: str | None = None,
-        new_chain: bool = False, location: str | None = None,
+        new_chain: bool = False, location: str | None = None, recall: tuple[str, str] | None = None,
     ) -> str:
         """Store the blob durably, then commit its row (parsed from the artifact header); returns its id.
 
         Idempotent: depositing the same bytes again returns the same id and adds no row. With `library`,
         the artifact is appended to that library's current chain (its parent must be the chain's tail) or,
-        with `new_chain`, starts the next chain.
+        with `new_chain`, starts the next chain. With `recall=(problem_id, verification_id)`, the artifact
+        is recorded as the one that serves that problem's recurrence, in the same transaction.
         """
         from galahad.flywheel.artifacts.format import read_meta  # imports torch: keep it off the import path
 
@@ -215,6 +218,8 @@ class Catalog(Queries, WorkQueue):
                              .values(verification_id=verification_id))
             if library is not None:
                 self._append(conn, library, artifact_id, new_chain)
+            if recall is not None:
+                self._set_recall(conn, recall[0], artifact_id, recall[1])
         return artifact_id
 
     def deposit_many(self, store: BlobStore, blobs: list[bytes], *, library: str | None = None,

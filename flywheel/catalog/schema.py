@@ -163,4 +163,31 @@ class LibraryEntryRow(Base):
     added_at: Mapped[datetime] = mapped_column(DateTime)
 
 
+class ProblemKey(Base):
+    """A problem's canonical key (same mathematics, same key; never its answer) and its numbers multiset.
+
+    Derived from the text by `problems/canonical.py` (`key_version` names the algorithm, so a newer one
+    recomputes old rows); `canonical_key` is None for a problem the reader does not recognise, which is
+    then matched only by text similarity among problems with the same `numbers`."""
+
+    __tablename__ = "problem_keys"
+
+    problem_id: Mapped[str] = mapped_column(ForeignKey("problems.id"), primary_key=True)
+    key_version: Mapped[str] = mapped_column(String(16))
+    canonical_key: Mapped[str | None] = mapped_column(String(500), index=True)
+    numbers: Mapped[str] = mapped_column(String(500), index=True)
+
+
+class Recall(Base):
+    """Which artifact serves a verified problem's recurrence: its solution alone, a root after BOS, so it is
+    the nearest and only example in the context (library chains serve transfer)."""
+
+    __tablename__ = "recalls"
+
+    problem_id: Mapped[str] = mapped_column(ForeignKey("problems.id"), primary_key=True)
+    artifact_id: Mapped[str] = mapped_column(ForeignKey("artifacts.id"), index=True)
+    verification_id: Mapped[str] = mapped_column(ForeignKey("verifications.id"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+
+
 TABLES = Base.metadata.tables

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--model", default=DEFAULT_MODEL)
     r.add_argument("--k", type=count(), default=rc.k, help="base budget: samples per problem")
     r.add_argument("--max-tokens", type=count(), default=rc.max_tokens, help="base budget: tokens per sample")
-    r.add_argument("--limit", type=count(), default=rc.limit, help=f"problems evaluated (default {rc.limit})")
+    r.add_argument("--limit", type=count(), default=rc.limit, help="problems evaluated (default: every verified one)")
     r.add_argument("--seed", type=SEED, default=rc.seed)
     r.add_argument("--json", action="store_true")
     r.add_argument("--out", type=Path, default=None, help="manifest path (default: the reports folder)")
@@ -82,7 +82,7 @@ def run_recurrence(args: argparse.Namespace) -> int:
     from galahad.workers.telemetry import EnergyMeter
 
     for name in ("k", "max_tokens", "limit"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             raise GalahadError(f"--{name.replace('_', '-')} must be at least 1")
     paths, catalog, store = storage(args)
     cfg = eval_recurrence.RecurrenceConfig(k=args.k, max_tokens=args.max_tokens, seed=args.seed, limit=args.limit)
@@ -93,7 +93,8 @@ def run_recurrence(args: argparse.Namespace) -> int:
         with progress_bar(len(problems), "recurrence") as tick:
             records = eval_recurrence.run(engine, catalog, store, verifier, cfg, EnergyMeter(), tick, problems)
     if not records:
-        raise GalahadError("no verified problem with a deposited artifact in the catalog: run `galahad run` first")
+        raise GalahadError("no verified problem with a recall artifact in the catalog: run `galahad run` first "
+                           "(it also finishes the recall artifacts of a catalog learned before they existed)")
     scores = eval_recurrence.score(records, asdict(cfg))
     manifest = {**base_manifest("recurrence", engine, asdict(cfg)), "records": records, "scores": scores,
                 "store": str(store.root)}
@@ -120,6 +121,7 @@ def print_recurrence(s: dict, path: Path) -> None:
 
 def run_rescore(args: argparse.Namespace) -> int:
     from galahad.flywheel.evals import transfer as eval_transfer  # noqa: F401  (they register their scorers)
+    from galahad.flywheel.evals import transfer_file  # noqa: F401
     from galahad.flywheel.evals.evidence import read_manifest
     from galahad.flywheel.evals.replay import rescore
     from galahad.verifier.verifier import Verifier

@@ -14,6 +14,7 @@ from galahad.flywheel.config import DEFAULT_MODEL
 
 def add_transfer_parser(ev: argparse._SubParsersAction) -> None:
     from galahad.flywheel.evals.transfer import TransferConfig
+    from galahad.flywheel.evals.transfer_file import FileTransferConfig
 
     tc = TransferConfig()
     ns = ",".join(str(n) for n in tc.max_solutions)
@@ -24,6 +25,13 @@ def add_transfer_parser(ev: argparse._SubParsersAction) -> None:
                    help=f"problems per family and split (default {tc.per_split})")
     t.add_argument("--max-solutions", default=ns, help=f"retrieval policies: solutions grafted (default {ns})")
     t.add_argument("--seed", type=SEED, default=tc.seed)
+    t.add_argument("--problems", type=Path, default=None,
+                   help="JSONL problem file: evaluate its problems (base, empty, random, nearest, text, system) "
+                        "instead of the built-in families' held-out problems")
+    t.add_argument("--k", type=count(), default=FileTransferConfig().k,
+                   help="with --problems: solutions in the random and nearest memories")
+    t.add_argument("--conditions", default=",".join(FileTransferConfig().conditions),
+                   help="with --problems: conditions to run (default all six; text needs nearest)")
     t.add_argument("--json", action="store_true")
     t.add_argument("--out", type=Path, default=None, help="manifest path (default: the reports folder)")
     add_storage_args(t)
@@ -44,6 +52,8 @@ def run_transfer(args: argparse.Namespace) -> int:
         raise GalahadError(f"--max-solutions must be comma-separated integers, got {args.max_solutions!r}") from None
     if not ns or min(ns) < 1 or args.per_split < 1:
         raise GalahadError("--max-solutions and --per-split must be at least 1")
+    if args.problems is not None:
+        return run_transfer_file(args)
     cfg = eval_transfer.TransferConfig(families=tuple(f for f in args.families.split(",") if f),
                                        per_split=args.per_split, seed=args.seed, max_solutions=ns)
     paths, catalog, store = storage(args)
@@ -81,3 +91,62 @@ def print_transfer(s: dict, path: Path, pngs: list[Path]) -> None:
             print(f"  {c['split']:18} {c['condition']:22} vs {c['control']:6} diff {c['difference']:+.2f} "
                   f"[{c['ci95'][0]:+.2f}, {c['ci95'][1]:+.2f}]  McNemar p={c['p_value']:.3f} (n={c['n']})")
     print(f"manifest: {path}\nplots: {', '.join(str(p) for p in pngs)}")
+
+
+def run_transfer_file(args: argparse.Namespace) -> int:
+    from galahad.flywheel.cli.cmd_eval import base_manifest, manifest_path, progress_bar
+    from galahad.flywheel.errors import GalahadError
+    from galahad.flywheel.evals import transfer_file
+    from galahad.flywheel.evals.evidence import write_manifest
+    from galahad.flywheel.memory.solver import Solver
+    from galahad.flywheel.problems.records import load_jsonl
+    from galahad.verifier.verifier import Verifier
+
+    if args.k < 1:
+        raise GalahadError("--k must be at least 1")
+    conditions = tuple(c for c in args.conditions.split(",") if c)
+    unknown = sorted(set(conditions) - set(transfer_file.CONDITIONS))
+    if unknown or not conditions:
+        raise GalahadError(f"unknown condition {(unknown or [''])[0]!r}; known: {', '.join(transfer_file.CONDITIONS)}")
+    if "text" in conditions and "nearest" not in conditions:
+        raise GalahadError("the text condition is compared with nearest: give both")
+    items = [{"text": p.problem, "answer": p.answer, "source": p.source, "external_id": p.id}
+             for p in load_jsonl(args.problems)]  # refused whole on a bad line, before any model loads
+    if not items:
+        raise GalahadError(f"{args.problems}: no problems")
+    cfg = transfer_file.FileTransferConfig(k=args.k, seed=args.seed, conditions=conditions)
+    paths, catalog, store = storage(args)
+    with catalog, Verifier() as verifier:
+        catalog.ensure_keys()
+        if not catalog.recalled_problems():
+            raise GalahadError("the catalog has no verified problem with a recall artifact: run `galahad run` first")
+        engine = engine_for(args.model, paths)
+        solver = Solver(engine, catalog, store, verifier)
+        with progress_bar(len(items), "transfer") as tick:
+            records = transfer_file.run(engine, catalog, store, verifier, items, cfg, solver, progress=tick)
+    config = {**asdict(cfg), "problems_file": str(args.problems)}
+    scores = transfer_file.score(records, config)
+    path = manifest_path(args, paths, "transfer-file")
+    manifest = {**base_manifest(transfer_file.KIND, engine, config), "records": records, "scores": scores,
+                "store": str(store.root)}
+    write_manifest(manifest, path)
+    if args.json:
+        print(json.dumps({**scores, "manifest": str(path)}))
+    else:
+        print_transfer_file(scores, path)
+    return 0
+
+
+def print_transfer_file(s: dict, path: Path) -> None:
+    print(f"{s['problems']} problems, {s['records']} records")
+    for name, c in s["conditions"].items():
+        print(f"  {name:8} {c['correct']:>4}/{c['n']:<4} {100 * c['accuracy']:5.1f}%  "
+              f"[{c['ci95'][0]:.2f}, {c['ci95'][1]:.2f}]")
+    for tag, conds in s["by_overlap"].items():
+        print(f"  overlap {tag:8} " + "  ".join(f"{n} {c['correct']}/{c['n']}" for n, c in conds.items()))
+    t = s["text_identical_to_nearest"]
+    print(f"  text == nearest byte for byte: {t['identical']}/{t['n']}; system paths: {s['system_paths']}")
+    for c in s["comparisons"]:
+        print(f"  {c['condition']:8} vs {c['control']:6} diff {c['difference']:+.2f} "
+              f"[{c['ci95'][0]:+.2f}, {c['ci95'][1]:+.2f}]  McNemar p={c['p_value']:.3g} (n={c['n']})")
+    print(f"manifest: {path}")

@@ -1,4 +1,5 @@
-"""`galahad solve "PROBLEM"`: answer from memory (recurrence, transfer) or the base model."""
+"""`galahad solve "PROBLEM"`: answer from memory (exact hash, canonical key, similar text, transfer) or the
+base model, reporting which path answered."""
 
 from __future__ import annotations
 

@@ -1,16 +1,18 @@
 """`eval recurrence`: problems the base model does not solve within a budget, answered from their graft.
 
-The base condition samples up to k attempts of at most T tokens from the few-shot prompt, with seeds
-distinct from the learning run's, and is credited with pass@k (it stops at its first correct sample).
-The graft condition grafts the chain ending in the problem's own verified solution and decodes greedily.
-Scores are reported on the problems the base fails (the issue's question) and on all problems.
+Every verified problem with a recall artifact is evaluated by default (`limit` caps it). The base
+condition samples up to k attempts of at most T tokens from the few-shot prompt, with seeds distinct from
+the learning run's, prefilled once per problem as the generator does, and is credited with pass@k (it
+stops at its first correct sample). The graft condition grafts the problem's recall artifact (its own
+verified solution alone after BOS, what `solve`'s hash path grafts) and decodes greedily. Scores are
+reported on the problems the base fails (the issue's question) and on all problems.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from galahad.flywheel.evals.spec import Spec, make_record, scorer
+from galahad.flywheel.evals.spec import Spec, make_record, sample_records, scorer
 from galahad.workers.sampling import sample_seed
 
 
@@ -21,18 +23,12 @@ class RecurrenceConfig:
     temperature: float = 1.0
     seed: int = 1000
     graft_max_tokens: int = 8
-    limit: int | None = 8
+    limit: int | None = None
 
 
 def candidates(catalog, limit: int | None, fingerprints: tuple[str, str] | None = None) -> list[dict]:
-    """Verified problems with a deposited artifact (made under `fingerprints`, if given), oldest first."""
-    out = []
-    for p in catalog.find_problems(limit=10**9):
-        if p["status"] != "verified":
-            continue
-        sol = catalog.verified_solution(p["id"], fingerprints)
-        if sol and sol.get("artifact_id"):
-            out.append({**p, "artifact_id": sol["artifact_id"]})
+    """Verified problems with a recall artifact (made under `fingerprints`, if given), oldest first."""
+    out = catalog.recalled_problems(fingerprints)
     return out[:limit] if limit else out
 
 
@@ -40,12 +36,9 @@ def run(engine, catalog, store, verifier, cfg: RecurrenceConfig, meter=None, pro
         problems: list[dict] | None = None) -> list[dict]:
     records = []
     for p in problems if problems is not None else candidates(catalog, cfg.limit):
-        for i in range(cfg.k):
-            spec = Spec(p["id"], "base", p["text"], p["answer"], "few-shot", None, cfg.temperature,
-                        sample_seed(cfg.seed, p["id"], i), cfg.max_tokens, i)
-            records.append(make_record(engine, store, verifier, spec, meter))
-            if records[-1]["verified"]:
-                break
+        samples = [Spec(p["id"], "base", p["text"], p["answer"], "few-shot", None, cfg.temperature,
+                        sample_seed(cfg.seed, p["id"], i), cfg.max_tokens, i) for i in range(cfg.k)]
+        records += sample_records(engine, store, verifier, samples, meter)
         spec = Spec(p["id"], "graft", p["text"], p["answer"], "query", p["artifact_id"], 0.0, 0, cfg.graft_max_tokens)
         records.append(make_record(engine, store, verifier, spec, meter))
         if progress:

@@ -54,7 +54,7 @@ def replay(manifest: dict, engine, store) -> dict:
     for i, rec in enumerate(manifest["records"]):
         if "output_sha256" not in rec:
             continue
-        spec = Spec(**{k: rec[k] for k in SPEC_FIELDS})
+        spec = Spec(**{k: rec[k] for k in SPEC_FIELDS if k in rec})  # fields added later keep their default
         out = execute(engine, store, spec)
         checked += 1
         if out["output_sha256"] != rec["output_sha256"] or out["input_sha256"] != rec["input_sha256"]:

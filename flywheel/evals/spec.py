@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from galahad.flywheel.evals.evidence import digest, output_hash
-from galahad.flywheel.memory.recall import graft_decode, render
+from galahad.flywheel.memory.recall import Prepared, graft_decode, render
 from galahad.flywheel.problems import prompts
 
 SCORERS: dict[str, Callable[[list[dict], dict], dict]] = {}
@@ -39,6 +39,7 @@ class Spec:
     seed: int = 0
     max_tokens: int = 8
     sample: int = 0
+    recompute: bool = False  # the chain's tokens prefilled afresh instead of grafted (`text` condition)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -50,8 +51,41 @@ def execute(engine, store, spec: Spec, meter=None) -> dict:
 
     with Stopwatch(meter) as sw:
         r = graft_decode(engine, store, spec.graft_tail, render(spec.problem, spec.prompt), spec.max_tokens,
-                         temperature=spec.temperature, seed=spec.seed)
-    m = sw.result
+                         temperature=spec.temperature, seed=spec.seed, recompute=spec.recompute)
+    return _output(r, sw.result)
+
+
+def sample_records(engine, store, verifier, specs: list[Spec], meter=None, until_verified: bool = True) -> list[dict]:
+    """Samples of one context (same problem, prompt and memory; other seeds): the context is prefilled
+    once and charged to the first sample, as the generator does. Each output equals `execute`'s for its
+    spec, so a replay re-runs them one by one. Stops at the first verified sample with `until_verified`."""
+    from galahad.workers.telemetry import Stopwatch
+
+    if not specs:
+        return []
+    first = specs[0]
+    if any((s.problem, s.prompt, s.graft_tail, s.recompute) != (first.problem, first.prompt, first.graft_tail,
+                                                                first.recompute) for s in specs):
+        raise ValueError("samples of one context must share problem, prompt and memory")
+    with Stopwatch(meter) as sw:
+        prepared = Prepared(engine, store, first.graft_tail, render(first.problem, first.prompt), first.recompute,
+                            first.max_tokens)
+    shared, records = sw.result, []
+    for i, spec in enumerate(specs):
+        with Stopwatch(meter) as sw:
+            r = prepared.decode(spec.max_tokens, spec.temperature, spec.seed)
+        out = _output(r, sw.result, shared if i == 0 else None)
+        records.append({**spec.to_dict(), **out, **judge(verifier, spec.gold, out["output_text"])})
+        if until_verified and records[-1]["verified"]:
+            break
+    return records
+
+
+def _output(r, m, shared=None) -> dict:
+    """The record's output half; `shared`: a prefill charged to this record too."""
+    energy = m.energy_joules
+    if shared is not None:
+        energy = None if energy is None or shared.energy_joules is None else energy + shared.energy_joules
     return {
         "input_sha256": digest({"artifacts": r.artifacts, "prompt_token_ids": r.prompt_token_ids}),
         "grafted_artifacts": r.artifacts,
@@ -60,9 +94,9 @@ def execute(engine, store, spec: Spec, meter=None) -> dict:
         "output_text": r.output_text,
         "output_sha256": output_hash(r.output_token_ids, r.output_text),
         "decode_tokens": len(r.output_token_ids),
-        "seconds": m.seconds,
-        "cpu_seconds": m.cpu_seconds,
-        "energy_joules": m.energy_joules,
+        "seconds": m.seconds + (shared.seconds if shared else 0.0),
+        "cpu_seconds": m.cpu_seconds + (shared.cpu_seconds if shared else 0.0),
+        "energy_joules": energy,
     }
 
 

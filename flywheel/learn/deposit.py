@@ -2,7 +2,8 @@
 
 `LibraryDeposits` owns the library side of a deposit: which library a problem's solution joins, which
 tail it extends, committing the artifact row (the blob is durable first: `Catalog.deposit`), and redoing
-the prefill after the new tail when another job appended first (`ChainConflict`). The prefill itself is
+the prefill after the new tail when another job appended first (`ChainConflict`). Each solution is also
+deposited alone as its problem's recall artifact (`deposit_recall`), what recurrence grafts. The prefill itself is
 a callable, so the same logic drives a local `workers.Depositor` or a Ray actor.
 """
 
@@ -40,6 +41,7 @@ class DepositRequest:
     segment: str
     extra: dict
     verification_id: str
+    answer: str = ""
     tail: dict | None = None  # the tail its current prefill extends
     conflicts: int = 0
 
@@ -66,7 +68,7 @@ class LibraryDeposits:
         self.catalog.ensure_library(lib, topic=problem.get("topic"), template=problem.get("template"))
         segment = prompts.solution_segment(problem["text"], answer)
         extra = {"problem_id": problem["id"], "library": lib, "verification_id": verification_id}
-        return DepositRequest(problem, lib, segment, extra, verification_id)
+        return DepositRequest(problem, lib, segment, extra, verification_id, answer)
 
     def tail(self, req: DepositRequest) -> dict | None:
         """The library's committed tail, which the next prefill of `req` must extend (None: a new chain)."""
@@ -85,8 +87,18 @@ class LibraryDeposits:
                 raise
             return None
         placed = self.catalog.library_tail(req.library, fingerprints=self.fingerprints)
+        self.deposit_recall(req.problem, req.answer, req.verification_id)
         return Deposited(span.artifact_id, req.library, placed["chain_index"], placed["position"], span.start,
                          span.tokens)
+
+    def deposit_recall(self, problem: dict, answer: str, verification_id: str) -> str:
+        """Deposit the solution again, alone: a root (BOS + its segment) recorded as the artifact that
+        serves this problem's recurrence, so no other solution stands between the question and its answer.
+        Idempotent (same bytes, same id), so a reconcile may redo it."""
+        segment = prompts.solution_segment(problem["text"], answer)
+        extra = {"problem_id": problem["id"], "verification_id": verification_id, "role": "recall"}
+        span = self.prefill(segment, None, extra)
+        return self.catalog.deposit(self.store, span.data, recall=(problem["id"], verification_id))
 
 
 class LocalDepositor(LibraryDeposits):

@@ -2,8 +2,9 @@
 
 The catalog is the durable work queue, so the loop holds no state worth losing: a killed job resumes by
 claiming pending problems (and problems whose lease expired), and `reconcile` deposits any solution that
-was verified but whose deposit the kill interrupted. Deposits run in the background
-(`learn/background.py`): the loop goes on sampling while the depositor prefills. Generators sample in rounds and a problem stops at
+was verified but whose deposit (library or recall artifact) the kill interrupted. Deposits run in the
+background (`learn/background.py`): the loop goes on sampling while the depositor prefills. Generators
+sample in rounds and a problem stops at
 its first verified attempt, so the budget (k samples x T tokens) is an upper bound, not a fixed cost.
 """
 
@@ -80,12 +81,18 @@ class Flywheel:
             self._deposit(problem, answer_from_output(sol["output_text"]), sol["verification_id"])
             self.tally.reconciled += 1
             self.tally.deposited += 1
+        for problem in self.catalog.missing_recalls():  # the kill fell between library and recall deposit
+            sol = self.catalog.verified_solution(problem["id"])
+            self._deposit(problem, answer_from_output(sol["output_text"]), sol["verification_id"], recall_only=True)
+            self.tally.reconciled += 1
         return self.tally.reconciled
 
-    def _deposit(self, problem: dict, answer: str, verification_id: str):
+    def _deposit(self, problem: dict, answer: str, verification_id: str, recall_only: bool = False):
         """A failed deposit (full disk, store gone) stops the job with a one-line reason; the verdict is
         already committed, so the next run's `reconcile` deposits it."""
         try:
+            if recall_only:
+                return self.deposits.deposit_recall(problem, answer, verification_id)
             return self.deposits.deposit(problem, answer, verification_id)
         except GalahadError as exc:
             raise GalahadError(f"deposit of problem {problem['id'][:16]} failed: {str(exc)[:300]}") from None

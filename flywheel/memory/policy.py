@@ -25,6 +25,16 @@ class RetrievalPolicy:
         return names
 
 
+@dataclass(frozen=True)
+class RecallPolicy:
+    """How a new problem finds a verified one posed in other words: by canonical key, else by text
+    similarity (at least `similar_min`) among problems with the same numbers in the same order; and how
+    many solutions the `nearest` memory of `eval transfer` composes."""
+
+    similar_min: float = 0.75
+    nearest_k: int = 4
+
+
 def library_prefix(catalog, library: str, n: int, fingerprints: tuple[str, str] | None = None) -> str | None:
     """The tail artifact of the first n solutions of the library's newest chain (None: empty library).
     With `fingerprints` (the engine's model, runtime): the newest chain made under them."""

@@ -2,7 +2,10 @@
 
 `graft_decode` loads a chain from the store (every blob hash-checked), restores it at its own positions,
 encodes the prompt after it (or from BOS with no memory), and decodes with the answer's stop rule.
-Nothing here is ever re-rotated: own-position graft is the exact operating point.
+Nothing here is ever re-rotated: own-position graft is the exact operating point. With `recompute`, the
+chain's tokens (the same solutions as plain prompt text) are prefilled afresh, segment by segment as they
+were deposited, instead of grafted: the control that proves the graft is an exact cache (same output
+bytes) and shows what it saves.
 """
 
 from __future__ import annotations
@@ -64,16 +67,69 @@ def _restore(engine, chain: list):
     return restore(engine, chain), chain[-1].meta.end, [a.id for a in chain]
 
 
+def chain_tokens(store: BlobStore, tail: str) -> list[tuple[str, list[int]]]:
+    """(artifact id, token ids) of each artifact of the chain ending at `tail`, root first (headers only)."""
+    from galahad.flywheel.artifacts.format import read_meta
+
+    out, current = [], tail
+    while current is not None:
+        if len(out) > 100_000:
+            raise ValueError(f"artifact chain from {tail[:16]} does not end: refusing a cycle")
+        meta = read_meta(store.get(current))  # hash-checked
+        out.append((current, list(meta.token_ids)))
+        current = meta.parent
+    return out[::-1]
+
+
+class Prepared:
+    """A context ready to decode: memory grafted (or recomputed, or none) and the prompt prefilled once.
+    Each `decode` continues from a copy of it, so k samples cost one prefill plus k short decodes (as the
+    generator samples), and each sample's bytes equal a fresh `graft_decode` with its seed."""
+
+    def __init__(self, engine, store: BlobStore, tail: str | None, text: str, recompute: bool = False,
+                 max_tokens: int = 0):
+        import time
+
+        t0 = time.perf_counter()
+        ids = engine.encode(text, bos=not tail)
+        if tail and recompute:
+            segments = chain_tokens(store, tail)
+            check_fits(engine, sum(len(seg) for _, seg in segments), len(ids), max_tokens)
+            cache, start, artifacts = engine.new_cache(), 0, []
+            for art_id, seg in segments:
+                engine.prefill(cache, seg, start, last_only=True)
+                start += len(seg)
+                artifacts.append(art_id)
+        else:
+            chain = load_chain(store, tail) if tail else []
+            check_fits(engine, chain[-1].meta.end if chain else 0, len(ids), max_tokens)  # before any forward
+            cache, start, artifacts = _restore(engine, chain)
+        self.engine, self.artifacts, self.start, self.ids = engine, artifacts, start, list(ids)
+        self._logits = engine.prefill(cache, self.ids, start, last_only=True)[-1]
+        self._cache = cache
+        self.prefill_seconds = time.perf_counter() - t0
+
+    def decode(self, max_tokens: int, temperature: float = 0.0, seed: int = 0, last: bool = False) -> Recalled:
+        """`last`: no decode follows, so this one may extend the prefilled cache itself (no copy)."""
+        import copy
+
+        if self._cache is None:
+            raise RuntimeError("this context was already consumed by its last decode")
+        cache = self._cache if last else copy.deepcopy(self._cache)
+        if last:
+            self._cache = None
+        out = self.engine.continue_decode(cache, self._logits, self.start + len(self.ids), max_tokens,
+                                          temperature=temperature, seed=seed, stop=(prompts.ANSWER_STOP,))
+        return Recalled(self.artifacts, self.start, self.ids, list(out.token_ids), out.text, out.seconds)
+
+
 def graft_decode(engine, store: BlobStore, tail: str | None, text: str, max_tokens: int,
-                 temperature: float = 0.0, seed: int = 0) -> Recalled:
-    """Graft the chain ending at `tail` (None: an empty cache), then decode `text`'s continuation. The
-    decode computes logits at the last position only (`Engine.decode`): the serving configuration that
-    `galahad exactness` proves byte-identical to recomputation. What cannot fit the context window is
-    refused before any forward pass."""
-    ids = engine.encode(text, bos=not tail)
-    chain = load_chain(store, tail) if tail else []
-    check_fits(engine, chain[-1].meta.end if chain else 0, len(ids), max_tokens)
-    cache, start, artifacts = _restore(engine, chain)
-    out = engine.decode(cache, ids, start, max_tokens, temperature=temperature, seed=seed,
-                        stop=(prompts.ANSWER_STOP,))
-    return Recalled(artifacts, start, list(ids), list(out.token_ids), out.text, out.seconds)
+                 temperature: float = 0.0, seed: int = 0, recompute: bool = False) -> Recalled:
+    """Graft the chain ending at `tail` (None: an empty cache), then decode `text`'s continuation, with
+    logits at the last position only: the serving configuration `galahad exactness` proves byte-identical
+    to recomputation. What cannot fit the context window is refused before any forward pass.
+    `recompute`: prefill the chain's tokens instead of grafting its KV (same schedule, same bits)."""
+    prepared = Prepared(engine, store, tail, text, recompute, max_tokens)
+    r = prepared.decode(max_tokens, temperature, seed, last=True)
+    return Recalled(r.artifacts, r.start, r.prompt_token_ids, r.output_token_ids, r.output_text,
+                    r.seconds + prepared.prefill_seconds)

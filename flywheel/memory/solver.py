@@ -1,41 +1,61 @@
-"""Answering with memory: recurrence (exact problem match), transfer (same-template library), base model.
+"""Answering with memory: exact hash -> canonical key -> similar text -> transfer -> base model.
 
-Recurrence grafts the chain that ends in the problem's own verified solution and asks the question
-again: the model copies the answer in a handful of decode tokens, and the verifier checks it against the
-stored gold. Transfer grafts a prefix of the chain of solutions to problems of the same template (or
-topic) as worked examples (`policy.py`). Every answer goes through `recall.graft_decode`, the path the
-evals measure.
+A verified problem is answered from its recall artifact (its own solution alone after BOS, so it is the
+nearest and only example): asked again in the same words (`hash`), in other words or notation with the
+same mathematics (`key`: `problems/canonical.py`, never the answer), or, for problems the key reader does
+not parse, in similar words with the same numbers (`similar`). The matched problem's own question is asked
+after its graft, so the model copies its verified answer, and the verifier checks it against that gold.
+Transfer grafts a prefix of the chain of solutions to problems of the same template (or topic) as worked
+examples (`policy.py`); the base model answers what memory cannot. `routes` is the one order: `solve` and
+`eval transfer`'s `system` condition both walk it, and every answer goes through `recall.graft_decode`.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 
 from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog, problem_hash
-from galahad.flywheel.memory.policy import RetrievalPolicy, library_prefix
+from galahad.flywheel.memory.policy import RecallPolicy, RetrievalPolicy, library_prefix
 from galahad.flywheel.memory.recall import graft_decode, render
+from galahad.flywheel.problems import canonical
 from galahad.verifier.verifier import Verifier
 
-__all__ = ["Answer", "RetrievalPolicy", "Solver", "shape"]
+__all__ = ["PATHS", "Answer", "RecallPolicy", "RetrievalPolicy", "Route", "Solver", "shape"]
+PATHS = ("hash", "key", "similar", "transfer", "base")
 
 
 @dataclass
 class Answer:
     answer: str
-    path: str  # recurrence | transfer | base
+    path: str  # hash | key | similar | transfer | base
     decode_tokens: int
     seconds: float
     output_text: str
     grafted_artifacts: list[str] = field(default_factory=list)
     grafted_tokens: int = 0
-    verified: bool | None = None  # only known when a gold answer is known (recurrence, or evals)
+    verified: bool | None = None  # only known when a gold answer is known (a recalled problem, or evals)
     reason: str | None = None
+    matched_problem: str | None = None  # the verified problem recalled (hash, key, similar)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Route:
+    """One way to answer: which memory to graft, which question to ask after it, and its gold (if any)."""
+
+    path: str
+    tail: str | None
+    asked: str  # the question decoded after the graft: the matched problem's own, or the new one
+    prompt: str  # "query" or "few-shot"
+    max_tokens: int
+    gold: str | None = None  # the matched problem's verified answer: a route is taken only if it verifies
+    matched_problem: str | None = None
 
 
 def shape(text: str) -> str:
@@ -45,10 +65,57 @@ def shape(text: str) -> str:
 
 class Solver:
     def __init__(self, engine, catalog: Catalog, store: BlobStore, verifier: Verifier | None = None,
-                 max_tokens: int = 8, base_max_tokens: int = 12):
+                 max_tokens: int = 8, base_max_tokens: int = 12, recall_policy: RecallPolicy | None = None):
         self.engine, self.catalog, self.store = engine, catalog, store
         self.verifier = verifier or Verifier()
         self.max_tokens, self.base_max_tokens = max_tokens, base_max_tokens
+        self.recall_policy = recall_policy or RecallPolicy()
+        self._keyed = False
+
+    def _keys(self) -> None:
+        if not self._keyed:  # problems added before keys existed (or under an older key version)
+            self.catalog.ensure_keys()
+            self._keyed = True
+
+    # -- matching a verified problem (no model) ----------------------------------------------------
+
+    def match_hash(self, text: str) -> dict | None:
+        return self.catalog.recall(problem_hash(text), self.fingerprints)
+
+    def match_key(self, text: str) -> dict | None:
+        key = canonical.canonical_key(text)
+        if key is None:
+            return None
+        self._keys()
+        hits = self.catalog.recalls_by_key(key, self.fingerprints)
+        return hits[0] if hits else None
+
+    def match_similar(self, text: str) -> dict | None:
+        """Only for a problem with no key: the most similar verified problem that mentions the same
+        numbers in the same order, if similar enough. A parsed problem's key already said no."""
+        if canonical.canonical_key(text) is not None:
+            return None
+        nums = canonical.numbers(text)
+        if not nums:
+            return None
+        self._keys()
+        seq = canonical.number_sequence(text)
+        best, best_score = None, self.recall_policy.similar_min
+        for cand in self.catalog.recalls_by_numbers(nums, self.fingerprints):
+            if canonical.number_sequence(cand["text"]) != seq:
+                continue
+            score = canonical.similarity(text, cand["text"])
+            if score >= best_score:
+                best, best_score = cand, score
+        return best
+
+    def overlap(self, text: str) -> str:
+        """How a problem overlaps the catalog's verified problems: hash, key, similar or none."""
+        if self.match_hash(text):
+            return "hash"
+        if self.match_key(text):
+            return "key"
+        return "similar" if self.match_similar(text) else "none"
 
     @property
     def fingerprints(self) -> tuple[str, str]:
@@ -63,32 +130,64 @@ class Solver:
                 return {"template": group["template"], "topic": group["topic"]}
         return None
 
-    def _answer(self, text: str, tail: str | None, prompt: str, path: str, max_tokens: int) -> Answer:
-        r = graft_decode(self.engine, self.store, tail, render(text, prompt), max_tokens)
-        return Answer(r.answer, path, len(r.output_token_ids), r.seconds, r.output_text, r.artifacts, r.start)
-
-    def graft_answer(self, text: str, chain_tail: str, path: str) -> Answer:
-        return self._answer(text, chain_tail, "query", path, self.max_tokens)
-
-    def base_answer(self, text: str, max_tokens: int | None = None) -> Answer:
-        return self._answer(text, None, "few-shot", "base", max_tokens or self.base_max_tokens)
-
-    def recurrence(self, text: str) -> Answer | None:
-        problem = self.catalog.problem_by_hash(problem_hash(text))
-        sol = self.catalog.verified_solution(problem["id"], self.fingerprints) if problem else None
-        if not sol or not sol.get("artifact_id"):
-            return None
-        ans = self.graft_answer(text, sol["artifact_id"], "recurrence")
-        verdict = self.verifier.check_answer(problem["answer"], ans.answer)
-        ans.verified, ans.reason = verdict.verified, verdict.reason
-        return ans
-
     def transfer_chain(self, template: str | None, topic: str | None, policy: RetrievalPolicy) -> str | None:
         for name in policy.libraries(template, topic):
             tail = library_prefix(self.catalog, name, policy.max_solutions, self.fingerprints)
             if tail:
                 return tail
         return None
+
+    # -- the one order -------------------------------------------------------------------------------
+
+    def routes(self, text: str, template: str | None = None, topic: str | None = None,
+               policy: RetrievalPolicy | None = None) -> Iterator[Route]:
+        """hash -> key -> similar -> transfer -> base, lazily (a later matcher runs only if needed)."""
+        seen: set[str] = set()
+        for path, match in (("hash", self.match_hash), ("key", self.match_key), ("similar", self.match_similar)):
+            hit = match(text)
+            if hit and hit["id"] not in seen:
+                seen.add(hit["id"])
+                yield Route(path, hit["artifact_id"], hit["text"], "query", self.max_tokens, hit["answer"], hit["id"])
+        if template is None and topic is None:
+            found = self.classify(text)
+            template, topic = (found["template"], found["topic"]) if found else (None, None)
+        tail = self.transfer_chain(template, topic, policy or RetrievalPolicy()) if (template or topic) else None
+        if tail:
+            yield Route("transfer", tail, text, "query", self.max_tokens)
+        yield Route("base", None, text, "few-shot", self.base_max_tokens)
+
+    def answer_route(self, route: Route) -> Answer:
+        r = graft_decode(self.engine, self.store, route.tail, render(route.asked, route.prompt), route.max_tokens)
+        ans = Answer(r.answer, route.path, len(r.output_token_ids), r.seconds, r.output_text, r.artifacts,
+                     r.start, matched_problem=route.matched_problem)
+        if route.gold is not None:
+            verdict = self.verifier.check_answer(route.gold, ans.answer)
+            ans.verified, ans.reason = verdict.verified, verdict.reason
+        return ans
+
+    def solve(self, text: str, template: str | None = None, topic: str | None = None,
+              policy: RetrievalPolicy | None = None) -> Answer:
+        """The first route whose answer is accepted: a recalled one must verify against its gold."""
+        t0 = time.perf_counter()
+        for route in self.routes(text, template, topic, policy):
+            ans = self.answer_route(route)
+            if route.gold is None or ans.verified:
+                break
+        ans.seconds = time.perf_counter() - t0
+        return ans
+
+    # -- single paths (evals, tests) -------------------------------------------------------------------
+
+    def recurrence(self, text: str) -> Answer | None:
+        """The `hash` path alone: the problem's recall artifact, its own question asked again."""
+        hit = self.match_hash(text)
+        if not hit:
+            return None
+        return self.answer_route(Route("hash", hit["artifact_id"], hit["text"], "query", self.max_tokens,
+                                       hit["answer"], hit["id"]))
+
+    def base_answer(self, text: str, max_tokens: int | None = None) -> Answer:
+        return self.answer_route(Route("base", None, text, "few-shot", max_tokens or self.base_max_tokens))
 
     def transfer(self, text: str, template: str | None = None, topic: str | None = None,
                  policy: RetrievalPolicy | None = None) -> Answer | None:
@@ -98,13 +197,4 @@ class Solver:
                 return None
             template, topic = match.get("template"), match.get("topic")
         tail = self.transfer_chain(template, topic, policy or RetrievalPolicy())
-        return self.graft_answer(text, tail, "transfer") if tail else None
-
-    def solve(self, text: str, template: str | None = None, topic: str | None = None,
-              policy: RetrievalPolicy | None = None) -> Answer:
-        t0 = time.perf_counter()
-        ans = self.recurrence(text)
-        if ans is None or not ans.verified:
-            ans = self.transfer(text, template, topic, policy) or self.base_answer(text)
-        ans.seconds = time.perf_counter() - t0
-        return ans
+        return self.answer_route(Route("transfer", tail, text, "query", self.max_tokens)) if tail else None
