@@ -71,7 +71,8 @@ def test_a_chain_conflict_is_retried_and_other_errors_are_not(depositor, tmp_pat
 
     raced = LibraryDeposits(cat, depositor.store, racing_prefill)
     d = raced.deposit(c, c["answer"], _verified(cat, c))
-    assert len(calls) == 2 and calls[0]["id"] != calls[1]["id"]  # redone after the new tail
+    assert len(calls) == 3 and calls[0]["id"] != calls[1]["id"]  # redone after the new tail
+    assert calls[2] is None  # then its recall artifact: a root of its own
     chain = cat.library_chain(library_name(a))
     assert len(chain) == 3 and chain[-1] == d.artifact_id
     assert [x.id for x in load_chain(depositor.store, d.artifact_id)] == chain
