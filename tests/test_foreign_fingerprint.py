@@ -61,7 +61,10 @@ def test_deposit_and_solve_ignore_a_foreign_fingerprint_library(tmp_path, model_
         assert cat.library_chain(LIB, 0) == foreign
         solver = Solver(dep.engine, cat, store)
         rec = solver.recurrence("What is 3 + 4?")  # verified twice: by the foreign model and by ours
-        assert rec is not None and rec.grafted_artifacts == [placed[0].artifact_id]
+        own = cat.recall(_problem("What is 3 + 4?", "7")["id"], fps)  # recurrence grafts the recall artifact
+        assert own is not None and cat.artifact(own["artifact_id"])["model_fingerprint"] == fps[0]
+        assert rec is not None and rec.grafted_artifacts == [own["artifact_id"]]
+        assert not set(rec.grafted_artifacts) & set(foreign)
         transfer = solver.transfer("What is 1 + 1?", "t-add", "arith")
         assert transfer is not None and transfer.grafted_artifacts == [d.artifact_id for d in placed]
         ans = solver.solve("What is 6 + 1?", "t-add", "arith")
