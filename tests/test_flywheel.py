@@ -120,9 +120,10 @@ def test_eval_recurrence_rescore_replay_and_tamper(learned, env, tmp_path):
     assert everyone["problems"] >= 1 and everyone["graft_accuracy"] == 1.0
     assert everyone["graft_max_decode_tokens"] <= 8
     # The top level is the problems the base fails within its budget: check that set independently.
-    unsolved = [p for p in scores["per_problem"] if not p["base_solved"]]
-    assert scores["problems"] == len(unsolved) and everyone["problems"] == len(scores["per_problem"])
-    assert all(p["graft_verified"] for p in scores["per_problem"])
+    per_problem = json.loads(manifest.read_text())["scores"]["per_problem"]  # in the manifest, not in --json
+    unsolved = [p for p in per_problem if not p["base_solved"]]
+    assert scores["problems"] == len(unsolved) and everyone["problems"] == len(per_problem)
+    assert all(p["graft_verified"] for p in per_problem)
     assert scores["graft_accuracy"] == (1.0 if unsolved else 0.0)  # the scorer's value for an empty set is 0
     assert galahad(data, "rescore", str(manifest), env=env).returncode == 0
     replay = galahad(data, "replay", str(manifest), "--json", env=env)

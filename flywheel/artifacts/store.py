@@ -128,9 +128,9 @@ class BlobStore(ABC):
             raise IntegrityError(f"blob {blob_id[:16]} is corrupted: its bytes hash to {actual[:16]}")
         return data
 
-    def get_checked(self, blob_id: str) -> Checked:
+    def get_checked(self, blob_id: str, size: int | None = None) -> Checked:
         """The blob in one writable buffer, hash-checked. Backends may override to hash while reading."""
-        return Checked(blob_id, bytearray(self.get(blob_id)))
+        return Checked(blob_id, bytearray(self.get(blob_id, size)))
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -201,20 +201,29 @@ class LocalStore(BlobStore):
             raise IntegrityError(f"blob {blob_id[:16]} is {len(data):,} bytes, its row declares {size:,}")
         return data
 
-    def get_checked(self, blob_id: str) -> Checked:
+    def get_checked(self, blob_id: str, size: int | None = None) -> Checked:
         """One read into one preallocated buffer, hashed chunk by chunk as it arrives (no second pass, no
-        copy); anything but a regular file, a size change or a hash mismatch is refused."""
+        copy); anything but a regular file (a symlink, a FIFO: never opened blocking), more than
+        MAX_BLOB_BYTES or than the `size` a row declares, a size change or a hash mismatch is refused
+        before the buffer is allocated."""
         path = self.path(blob_id)
+        what = f"blob {blob_id[:16]} in the store {self.root}"
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
-            raise GalahadError(f"blob {blob_id[:16]} is missing from the store {self.root}") from None
+            raise BlobMissing(f"blob {blob_id[:16]} is missing from the store {self.root}") from None
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise GalahadError(f"{what} is a symlink: refused") from None
             raise GalahadError(f"cannot read blob {blob_id[:16]}: {exc.strerror or exc}") from None
         with os.fdopen(fd, "rb", buffering=0) as f:
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode):
-                raise GalahadError(f"blob {blob_id[:16]} is not a regular file")
+                raise GalahadError(f"{what} is not a regular file: refused")
+            if size is not None and st.st_size != size:
+                raise IntegrityError(f"{what} is {st.st_size:,} bytes, its catalog row declares {size:,}")
+            if st.st_size > MAX_BLOB_BYTES:
+                raise GalahadError(f"{what} is {st.st_size:,} bytes, more than the {MAX_BLOB_BYTES:,} allowed")
             buf = bytearray(st.st_size)
             view, h, got = memoryview(buf), hashlib.sha256(), 0
             while got < st.st_size:
