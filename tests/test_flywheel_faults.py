@@ -65,7 +65,7 @@ def test_problem_file_with_a_bad_line(tmp_path, env):
 
 def test_bad_numbers_are_refused(tmp_path, env):
     proc = galahad(tmp_path, "run", "--model", "tiny", "--k", "0", env=env)
-    _one_line_error(proc, "--k must be at least 1")
+    _one_line_error(proc, "argument --k: must be at least 1")
 
 
 @pytest.fixture()

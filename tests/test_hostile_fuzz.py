@@ -14,7 +14,6 @@ import io
 import json
 import os
 import random
-import resource
 import struct
 import subprocess
 import sys
@@ -34,7 +33,10 @@ def _child(kind: str, workdir: Path, n: int, seed: int) -> dict:
 
 
 def _maxrss_kb() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # This process's own peak RSS (VmHWM starts anew at exec); ru_maxrss would carry over the parent's peak:
+    # Linux keeps it across fork and execve, so a child of a large pytest process would report pytest's.
+    with open("/proc/self/status") as f:
+        return int(next(line.split()[1] for line in f if line.startswith("VmHWM")))
 
 
 def _tree(root: Path, skip: tuple[str, ...] = ()) -> dict[str, tuple[int, int]]:

@@ -308,9 +308,10 @@ def test_kill9_while_learning_then_serve_again_loses_and_duplicates_nothing(tmp_
         assert set(after.values()) <= {"verified", "failed"}, stats
         verified = [p for p, s in after.items() if s == "verified"]
         assert pending_id in verified
-        assert stats["artifacts"] == len(verified)  # every committed verdict deposited, none twice
+        # every committed verdict deposited, none twice: its library artifact and its recall artifact
+        assert stats["artifacts"] == 2 * len(verified)
         code, status = again.json("GET", f"/v1/problems/{pending_id}")
-        assert code == 200 and status["artifact_id"] is not None
+        assert code == 200 and status["artifact_id"] is not None and status["recall_artifact_id"] is not None
     finally:
         assert again.stop() == 0, again.tail()
     fsck = subprocess.run([*GALAHAD, "--data", str(data), "catalog", "fsck", "--json"], env=env,
@@ -334,7 +335,7 @@ def test_default_model_learns_over_http_then_answers_by_recurrence(tmp_path, env
         deadline, learned = time.monotonic() + 1800, []
         while time.monotonic() < deadline:
             statuses = [server.json("GET", f"/v1/problems/{pid}")[1] for pid in ids]
-            learned = [s for s in statuses if s["artifact_id"]]
+            learned = [s for s in statuses if s["artifact_id"] and s["recall_artifact_id"]]
             if all(s["status"] in ("verified", "failed") for s in statuses):
                 break
             time.sleep(5)
@@ -343,7 +344,7 @@ def test_default_model_learns_over_http_then_answers_by_recurrence(tmp_path, env
             code, ans = server.json("POST", "/v1/solve", {"problem": s["text"]})
             assert code == 200, ans
             assert ans["path"] == "hash" and ans["verified"] is True, ans
-            assert ans["decode_tokens"] <= 8 and s["artifact_id"] in ans["grafted_artifacts"], ans
+            assert ans["decode_tokens"] <= 8 and ans["grafted_artifacts"] == [s["recall_artifact_id"]], ans
             assert ans["queued"] is False
     finally:
         assert server.stop() == 0, server.tail()

@@ -132,10 +132,12 @@ class Answering:
         if row is None:
             raise NotFound(f"unknown problem {problem_id}")
         sol = self.catalog.verified_solution(problem_id)
+        recall = self.catalog.recall(problem_id)
         return {"id": row["id"], "text": row["text"], "status": row["status"],
                 "attempts": len(self.catalog.attempts_for(problem_id)),
                 "verified_answer": answer_from_output(sol["output_text"]) if sol else None,
-                "artifact_id": sol.get("artifact_id") if sol else None}
+                "artifact_id": sol.get("artifact_id") if sol else None,
+                "recall_artifact_id": recall["artifact_id"] if recall else None}
 
     # -- catalog and store -------------------------------------------------------------------------
 

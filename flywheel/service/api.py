@@ -46,7 +46,8 @@ class ProblemStatus(BaseModel):
     status: str
     attempts: int
     verified_answer: str | None
-    artifact_id: str | None
+    artifact_id: str | None  # its library artifact
+    recall_artifact_id: str | None = None  # the artifact recurrence grafts (the solution alone)
 
 
 class ErrorBody(BaseModel):
