@@ -47,9 +47,10 @@ def shareable(fd: int) -> None:
     os.fchmod(fd, 0o666 & ~_umask())
 
 
-def read_regular(path: Path, limit: int, what: str, expected: int | None = None) -> bytes:
-    """At most `limit` bytes of a regular file that is not a symlink. A FIFO, a device, a symlink (to
-    `/dev/zero` or anything else) or a file larger than `limit` is refused before anything is read."""
+def _open_regular(path: Path, limit: int, what: str, expected: int | None = None) -> tuple[int, int]:
+    """(fd, size) of a regular file that is not a symlink, opened without blocking (a FIFO never hangs);
+    a FIFO, a device, a symlink, a size other than `expected` or above `limit` is refused before anything
+    is read. The caller owns the fd."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -58,14 +59,24 @@ def read_regular(path: Path, limit: int, what: str, expected: int | None = None)
         if exc.errno == errno.ELOOP:
             raise GalahadError(f"{what} is a symlink: refused") from None
         raise GalahadError(f"cannot read {what}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
+    try:
+        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise GalahadError(f"{what} is not a regular file: refused")
         if expected is not None and st.st_size != expected:
             raise IntegrityError(f"{what} is {st.st_size:,} bytes, its catalog row declares {expected:,}")
         if st.st_size > limit:
             raise GalahadError(f"{what} is {st.st_size:,} bytes, more than the {limit:,} allowed")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st.st_size
+
+
+def read_regular(path: Path, limit: int, what: str, expected: int | None = None) -> bytes:
+    """At most `limit` bytes of a regular file that is not a symlink (`_open_regular` says what is refused)."""
+    fd, _ = _open_regular(path, limit, what, expected)
+    with os.fdopen(fd, "rb") as f:
         try:
             data = f.read(limit + 1)
         except OSError as exc:
@@ -206,34 +217,22 @@ class LocalStore(BlobStore):
         copy); anything but a regular file (a symlink, a FIFO: never opened blocking), more than
         MAX_BLOB_BYTES or than the `size` a row declares, a size change or a hash mismatch is refused
         before the buffer is allocated."""
-        path = self.path(blob_id)
-        what = f"blob {blob_id[:16]} in the store {self.root}"
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except FileNotFoundError:
+            fd, size = _open_regular(self.path(blob_id), MAX_BLOB_BYTES,
+                                     f"blob {blob_id[:16]} in the store {self.root}", size)
+        except BlobMissing:
             raise BlobMissing(f"blob {blob_id[:16]} is missing from the store {self.root}") from None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise GalahadError(f"{what} is a symlink: refused") from None
-            raise GalahadError(f"cannot read blob {blob_id[:16]}: {exc.strerror or exc}") from None
         with os.fdopen(fd, "rb", buffering=0) as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise GalahadError(f"{what} is not a regular file: refused")
-            if size is not None and st.st_size != size:
-                raise IntegrityError(f"{what} is {st.st_size:,} bytes, its catalog row declares {size:,}")
-            if st.st_size > MAX_BLOB_BYTES:
-                raise GalahadError(f"{what} is {st.st_size:,} bytes, more than the {MAX_BLOB_BYTES:,} allowed")
-            buf = bytearray(st.st_size)
+            buf = bytearray(size)
             view, h, got = memoryview(buf), hashlib.sha256(), 0
-            while got < st.st_size:
+            while got < size:
                 n = f.readinto(view[got : got + READ_CHUNK])
                 if not n:
                     break
                 h.update(view[got : got + n])
                 got += n
             view.release()
-            if got != st.st_size or f.read(1):
+            if got != size or f.read(1):
                 raise IntegrityError(f"blob {blob_id[:16]} changed size while it was read")
         if h.hexdigest() != blob_id:
             raise IntegrityError(f"blob {blob_id[:16]} is corrupted: its bytes hash to {h.hexdigest()[:16]}")
