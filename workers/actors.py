@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import ray
 
+from galahad.flywheel.errors import GalahadError
 from galahad.workers.depositor import Depositor
 from galahad.workers.generator import Generator
 from galahad.workers.runtime import PINNED_ENV, RuntimeConfig
@@ -72,3 +73,22 @@ def start_depositor(cluster_gpus: float, model: str, model_cache: str, runtime: 
     p = placement(cluster_gpus, "depositor")
     return DepositorActor.options(num_cpus=p.num_cpus, num_gpus=p.num_gpus, runtime_env=pinned_env(runtime)).remote(
         model, model_cache, runtime, store_path, chain_max_tokens)
+
+
+def start_workers(model: str, model_cache: str, runtime: RuntimeConfig, device: str, generators: int,
+                  store_path: str, chain_max_tokens: int | None) -> tuple[list, object, str]:
+    """The learning job's actors on the connected cluster: `generators` generators and one depositor, on
+    GPUs when the cluster has them (`device="auto"`); returns (generators, depositor, model fingerprint)
+    once every worker has loaded the same model, else one line naming why not."""
+    gpus = ray.cluster_resources().get("GPU", 0)
+    device = ("cuda" if gpus >= 1 else "cpu") if device == "auto" else device
+    runtime = runtime.with_(device=device)
+    gens = [start_generator(gpus, model, model_cache, runtime.with_(threads=1)) for _ in range(generators)]
+    depositor = start_depositor(gpus, model, model_cache, runtime, store_path, chain_max_tokens)
+    try:
+        fps = ray.get([a.model_fp.remote() for a in [*gens, depositor]])
+    except ray.exceptions.RayActorError as exc:
+        raise GalahadError(f"model {model!r} failed to load in a worker: {str(exc).splitlines()[-1][:200]}") from exc
+    if len(set(fps)) != 1:
+        raise GalahadError("workers loaded different models (model fingerprints differ)")
+    return gens, depositor, fps[0]

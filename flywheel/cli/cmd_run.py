@@ -197,7 +197,7 @@ def _run(args, paths, catalog, store, items, embedded) -> int:
     from tqdm import tqdm
 
     from galahad.flywheel.learn.loop import Flywheel, LoopConfig, summary
-    from galahad.workers.actors import start_depositor, start_generator
+    from galahad.workers.actors import start_workers
     from galahad.workers.runtime import DEFAULT_RUNTIME
 
     catalog.add_problems(items)
@@ -213,25 +213,15 @@ def _run(args, paths, catalog, store, items, embedded) -> int:
     ensure_snapshot(args.model, paths.models)
     start_ray(args.address, paths.root / "logs" / "ray-driver.log")
     try:
-        gpus = ray.cluster_resources().get("GPU", 0)
-        device = ("cuda" if gpus >= 1 else "cpu") if args.device == "auto" else args.device
-        runtime = DEFAULT_RUNTIME.with_(device=device)
-        gen_runtime = runtime.with_(threads=1)
-        model_cache = str(paths.models)
-        generators = [start_generator(gpus, args.model, model_cache, gen_runtime) for _ in range(args.generators)]
-        depositor = start_depositor(gpus, args.model, model_cache, runtime, str(store.root), args.chain_max_tokens)
-        try:
-            fps = ray.get([a.model_fp.remote() for a in [*generators, depositor]])
-        except ray.exceptions.RayActorError as exc:
-            raise GalahadError(f"model {args.model!r} failed to load in a worker: {str(exc).splitlines()[-1][:200]}") from exc
-        if len(set(fps)) != 1:
-            raise GalahadError("workers loaded different models (model fingerprints differ)")
+        generators, depositor, fingerprint = start_workers(
+            args.model, str(paths.models), DEFAULT_RUNTIME, args.device, args.generators, str(store.root),
+            args.chain_max_tokens)
         # The address each actor's node registered with (what the cluster's traffic uses).
         addresses = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}
         nodes = [addresses.get(i, "?") for i in ray.get([a.node_id.remote() for a in [*generators, depositor]])]
-        run_id = catalog.start_run({"model": args.model, "model_fingerprint": fps[0], "generators": args.generators,
+        run_id = catalog.start_run({"model": args.model, "model_fingerprint": fingerprint, "generators": args.generators,
                                     "address": args.address, **summary_config(config)})
-        wheel = Flywheel(catalog, store, generators, depositor, fps[0], config)
+        wheel = Flywheel(catalog, store, generators, depositor, fingerprint, config)
         pending = catalog.stats()["by_status"]
         total = sum(pending.get(s, 0) for s in ("pending", "claimed"))
         total = min(total, args.limit) if args.limit else total

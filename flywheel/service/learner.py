@@ -73,7 +73,7 @@ class LearnerActor:
                  generators: int, chain_max_tokens: int | None, device: str, poll_seconds: float,
                  lock_path: str | None = None, lock_wait_seconds: float = 60.0):
         from galahad.flywheel.artifacts.store import LocalStore
-        from galahad.workers.actors import start_depositor, start_generator
+        from galahad.workers.actors import start_workers
         from galahad.workers.runtime import DEFAULT_RUNTIME
 
         # Embedded catalog: hold the run lock here, where the queue is written (not in the driver: this actor
@@ -82,21 +82,11 @@ class LearnerActor:
         self.catalog = Catalog(catalog_url)
         if self.lock is not None:
             self.catalog.release_claims()
-        gpus = ray.cluster_resources().get("GPU", 0)
-        device = ("cuda" if gpus >= 1 else "cpu") if device == "auto" else device
-        runtime = DEFAULT_RUNTIME.with_(device=device)
-        self.generators = [start_generator(gpus, model, model_cache, runtime.with_(threads=1))
-                           for _ in range(generators)]
-        self.depositor = start_depositor(gpus, model, model_cache, runtime, store_path, chain_max_tokens)
-        try:
-            fps = ray.get([a.model_fp.remote() for a in [*self.generators, self.depositor]])
-        except ray.exceptions.RayActorError as exc:
-            raise GalahadError(f"model {model!r} failed to load in a worker: {str(exc).splitlines()[-1][:200]}") from exc
-        if len(set(fps)) != 1:
-            raise GalahadError("workers loaded different models (model fingerprints differ)")
-        self.run_id = self.catalog.start_run({"model": model, "model_fingerprint": fps[0], "generators": generators,
+        self.generators, self.depositor, fingerprint = start_workers(
+            model, model_cache, DEFAULT_RUNTIME, device, generators, store_path, chain_max_tokens)
+        self.run_id = self.catalog.start_run({"model": model, "model_fingerprint": fingerprint, "generators": generators,
                                               "service": True, "loop": asdict(config)})
-        self.learner = Learner(self.catalog, LocalStore(store_path), self.generators, self.depositor, fps[0], config,
+        self.learner = Learner(self.catalog, LocalStore(store_path), self.generators, self.depositor, fingerprint, config,
                                poll_seconds)
 
     def run(self) -> dict:
