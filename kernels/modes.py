@@ -24,9 +24,27 @@ class KernelMode:
     def active(self) -> Iterator[None]:
         yield
 
+    def lm_head(self, hidden, weight, bias=None):
+        """The LM head's product on hidden states [rows, hidden] (called inside `active()`): `F.linear`,
+        so a mode that installs its own linear runs it here too."""
+        import torch.nn.functional as F
+
+        return F.linear(hidden, weight, bias)
+
 
 class StockMode(KernelMode):
     name = "stock"
+
+    def lm_head(self, hidden, weight, bias=None):
+        """One row as a matrix-vector product: measured in place on gemma3-270m (2 threads, MKL_CBWR
+        AVX2,STRICT) 36 ms vs 52 ms for the [1, vocab] GEMM `F.linear` issues; several rows as `F.linear`
+        (64 ms for 8 rows vs 95 ms for the transposed (vocab x rows) product)."""
+        if hidden.shape[0] != 1:
+            return super().lm_head(hidden, weight, bias)
+        import torch
+
+        out = torch.mv(weight, hidden[0])[None, :]
+        return out if bias is None else out + bias
 
 
 _MODES: dict[str, type[KernelMode]] = {"stock": StockMode}

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from galahad.flywheel.artifacts.chain import load_chain
-from galahad.flywheel.artifacts.format import decode, decode_checked
+from galahad.flywheel.artifacts.format import _view, decode, decode_checked
 from galahad.flywheel.artifacts.store import Checked, LocalStore
 from galahad.flywheel.errors import GalahadError, IntegrityError
 from galahad.flywheel.memory import recall
@@ -39,9 +39,9 @@ def test_checked_read_is_the_blob_and_tensors_are_views_over_it(engine, tmp_path
     store = LocalStore(tmp_path)
     art_id, data = _stored(engine, store, _tokens(40, 1))
     blob = store.get_checked(art_id)
-    assert isinstance(blob.buffer, bytearray) and bytes(blob.buffer) == data
+    assert isinstance(blob.buffer, bytes) and blob.buffer == data  # immutable: what was hashed is what is used
     art = decode_checked(blob)
-    lo = torch.frombuffer(blob.buffer, dtype=torch.uint8).data_ptr()
+    lo = _view(blob.buffer, torch.uint8, len(blob.buffer), 0).data_ptr()
     for t in (*art.keys, *art.values):  # no copy: every tensor lies inside the one read buffer
         assert lo <= t.data_ptr() < lo + len(blob.buffer)
     ref = decode(data, art_id)

@@ -8,6 +8,10 @@ from galahad.workers.runtime import pin_process_env
 pin_process_env()  # before torch loads (tests/conftest.py does the same; harmless twice)
 
 import hashlib  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -105,10 +109,25 @@ def test_linear_bias_and_leading_dims():
     assert torch.allclose(out, F.linear(x, w, b), atol=1e-5)  # same function, other bits allowed
 
 
+STOCK_ROWS = """
+import json, torch, torch.nn.functional as F
+torch.set_num_threads(2)
+g = lambda *s, seed: torch.randn(*s, generator=torch.Generator().manual_seed(seed))
+w, x = g(1024, 640, seed=8), g(16, 640, seed=9)
+print(json.dumps(all(torch.equal(F.linear(x[i : i + 1], w), F.linear(x, w)[i : i + 1]) for i in range(16))))
+"""
+
+
 def test_stock_linear_is_not_row_invariant():
-    """The reason this module exists; if a future torch makes this pass, the notes need updating."""
-    w, x = _rand(1024, 640, seed=8), _rand(16, 640, seed=9)
-    assert not all(torch.equal(F.linear(x[i : i + 1], w), F.linear(x, w)[i : i + 1]) for i in range(16))
+    """The reason this module exists; if a future torch makes this pass, the notes need updating. Stock MKL
+    (no `MKL_CBWR`, in a child process: MKL reads it once) gives a row other bits alone than in a batch of
+    16. Under the pinned `MKL_CBWR=AVX2,STRICT` it depends on the processor: rows differed on the machine
+    kernels/linear.py was measured on and were equal on an Intel family 6 model 207 (2026-12-01), so that
+    case is not asserted."""
+    env = {k: v for k, v in os.environ.items() if k != "MKL_CBWR"}
+    out = subprocess.run([sys.executable, "-c", STOCK_ROWS], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-1000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) is False
 
 
 # --- elementwise and reductions ---------------------------------------------------------------------
@@ -176,7 +195,8 @@ def test_mode_routes_kernels_and_restores_stock():
     assert all(torch.equal(r, batch[i : i + 1]) for i, r in enumerate(rows))
     assert torch.equal(g1[:1], g2)
     assert F.linear is stock_linear and "exp" not in vars(torch.Tensor)
-    assert not all(torch.equal(F.linear(x[i : i + 1], w), F.linear(x, w)[i : i + 1]) for i in range(16))
+    # outside active() the stock op computes again (whether MKL's rows are invariant depends on the CPU)
+    assert torch.equal(F.linear(x, w), torch._C._nn.linear(x, w))
 
 
 def test_mode_is_per_thread():

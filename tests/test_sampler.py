@@ -141,3 +141,19 @@ def test_batched_draws_use_a_generator_on_the_logits_device(gen):
     g = torch.Generator(device=logits.device).manual_seed(1)
     first = int(torch.multinomial(torch.softmax(logits, -1), 1, generator=g))
     assert a[0].token_ids[0] == first
+
+
+def test_draw_rows_gives_the_tokens_torch_multinomial_draws():
+    # The batched sampler draws every row's exponential race noise on threads; each row's token must be the
+    # one `torch.multinomial` on that row with that row's generator gives (so batching keeps every draw).
+    from galahad.workers.engine import draw, draw_rows
+
+    rows = torch.randn(6, 5000, generator=torch.Generator().manual_seed(3)) * 4
+    for temperature in (1.0, 0.7):
+        for trial in range(20):
+            seeds = [trial * 100 + r for r in range(6)]
+            want = [draw(rows[r], temperature, torch.Generator().manual_seed(s)) for r, s in enumerate(seeds)]
+            for workers in (1, 2):
+                got = draw_rows(rows, temperature, [torch.Generator().manual_seed(s) for s in seeds], workers)
+                assert got == want
+    assert draw_rows(rows, 0.0, [torch.Generator()] * 6, 2) == [int(t) for t in rows.argmax(-1)]

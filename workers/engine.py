@@ -8,6 +8,7 @@ is always computed by the same sequence of kernel calls.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import torch
@@ -33,6 +34,32 @@ def draw(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> int:
     if temperature > 0:
         return int(torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1, generator=gen))
     return int(torch.argmax(logits))
+
+
+_NOISE_POOL: ThreadPoolExecutor | None = None
+
+
+def _exponential_noise(probs: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    return torch.empty_like(probs).exponential_(1, generator=gen)
+
+
+def draw_rows(rows: torch.Tensor, temperature: float, gens: list[torch.Generator], workers: int) -> list[int]:
+    """`draw` for every row of `rows` [n, vocab], row r from `gens[r]`: the very tokens `draw` gives row by
+    row (tests/test_sampler.py holds it to `torch.multinomial`). A one-sample multinomial is torch's
+    exponential race, argmax(p / q) with q ~ Exp(1) drawn from the generator; drawing q (one variate per
+    vocabulary entry, the costly part) is serial per generator, so the rows' q are drawn on `workers`
+    threads at once (torch releases the GIL), then divided and reduced as in torch."""
+    if temperature <= 0:
+        return [int(t) for t in torch.argmax(rows, dim=-1)]
+    probs = [torch.softmax(rows[r] / temperature, dim=-1) for r in range(rows.shape[0])]
+    global _NOISE_POOL
+    if workers > 1 and len(probs) > 1:
+        if _NOISE_POOL is None:
+            _NOISE_POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="galahad-draw")
+        noise = list(_NOISE_POOL.map(_exponential_noise, probs, gens))
+    else:
+        noise = [_exponential_noise(p, g) for p, g in zip(probs, gens, strict=True)]
+    return [int(torch.argmax(p / q)) for p, q in zip(probs, noise, strict=True)]
 
 
 def ends(tokenizer, kept: list[int], stop: tuple[str, ...]) -> bool:
@@ -70,44 +97,57 @@ class Engine:
         """One forward call over `ids` at positions [start, start+len) (+ `shift` for RoPE only); fp32 logits
         [len, vocab], or [1, vocab] with `last_only` (the serving configuration: the LM head runs on the last
         position only; the cache it leaves is the same either way, the head comes after every layer)."""
+        logits = self._forward(cache, ids, start, shift, "last" if last_only else "all")
+        assert logits is not None
+        return logits
+
+    def _forward(self, cache: DynamicCache, ids: list[int], start: int, shift: int, head: str | None):
+        """`forward` with the LM head on every position ("all"), the last ("last") or none (None: a prefill
+        chunk whose logits nobody reads; the layers, hence the cache, run the same calls either way)."""
         input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
         position_ids = torch.arange(start + shift, start + shift + len(ids), device=self.device)[None, :]
-        keep = {"logits_to_keep": 1} if last_only else {}
         with deterministic(self.runtime), self.kernels.active():
-            out = self.model(input_ids=input_ids, position_ids=position_ids, past_key_values=cache, use_cache=True,
-                             **keep)
-        return out.logits[0].to(torch.float32)
+            if head == "all":
+                out = self.model(input_ids=input_ids, position_ids=position_ids, past_key_values=cache,
+                                 use_cache=True)
+                return out.logits[0].to(torch.float32)
+            out = self.model.model(input_ids=input_ids, position_ids=position_ids, past_key_values=cache,
+                                   use_cache=True)
+            return None if head is None else self.head(out.last_hidden_state[:, -1]).to(torch.float32)
+
+    def head(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The LM head (the kernel mode's product: `KernelMode.lm_head`) and the model's final soft-capping,
+        as its causal-LM forward applies them, on hidden states [rows, hidden]. Called inside `active()`."""
+        lm = self.model.lm_head
+        logits = self.kernels.lm_head(hidden, lm.weight, lm.bias)
+        cap = getattr(self.model.config, "final_logit_softcapping", None)
+        if cap is not None:
+            logits = torch.tanh(logits / cap) * cap
+        return logits
 
     def forward_rows(self, cache: DynamicCache, tokens: list[int], pos: int) -> torch.Tensor:
         """One decode step for a batch: row r's next token `tokens[r]`, every row at position `pos` (rows
         share a prompt, so no padding); the last-position logits [rows, vocab]."""
         input_ids = torch.tensor(tokens, dtype=torch.long, device=self.device)[:, None]
         position_ids = torch.full((len(tokens), 1), pos, dtype=torch.long, device=self.device)
-        head = self.model.lm_head
-        cap = getattr(self.model.config, "final_logit_softcapping", None)
         with deterministic(self.runtime), self.kernels.active():
             out = self.model.model(input_ids=input_ids, position_ids=position_ids, past_key_values=cache,
                                    use_cache=True)
-            hidden = out.last_hidden_state[:, -1]
-            # The LM head as one tall GEMM (vocab x rows): for a few rows MKL runs it ~1.7x faster here than
-            # the [rows, vocab] product nn.Linear issues. Sampling only: deposits never come through here.
-            logits = (head.weight @ hidden.T).T
-            if head.bias is not None:
-                logits = logits + head.bias
-            if cap is not None:
-                logits = torch.tanh(logits / cap) * cap
-        return logits.to(torch.float32)
+            return self.head(out.last_hidden_state[:, -1]).to(torch.float32)
 
     def prefill(self, cache: DynamicCache, ids: list[int], start: int, shift: int = 0,
                 last_only: bool = False) -> torch.Tensor:
         """Chunked prefill with the pinned schedule; returns the last chunk's logits (its last position's
-        only with `last_only`: what deposits and answering use)."""
+        only with `last_only`: what deposits and answering use; earlier chunks then run no LM head)."""
+        if not ids:
+            raise ValueError("cannot prefill an empty span")
         chunk = self.runtime.prefill_chunk
         logits = None
         for i in range(0, len(ids), chunk):
-            logits = self.forward(cache, ids[i : i + chunk], start + i, shift, last_only=last_only)
-        if logits is None:
-            raise ValueError("cannot prefill an empty span")
+            final = i + chunk >= len(ids)
+            logits = self._forward(cache, ids[i : i + chunk], start + i, shift,
+                                   ("last" if final else None) if last_only else "all")
+        assert logits is not None
         return logits
 
     def decode(self, cache: DynamicCache, prompt_ids: list[int], start: int, max_new_tokens: int,

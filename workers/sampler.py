@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
-from galahad.workers.engine import Engine, draw, ends
+from galahad.workers.engine import Engine, draw_rows, ends
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,8 @@ class BatchedSampler(Sampler):
         eos = engine.loaded.eos_ids
         for step in range(max_tokens):
             still, toks = [], []
-            for r, i in enumerate(live):
-                tok = draw(rows[r], temperature, gens[i])
+            drawn = draw_rows(rows, temperature, [gens[i] for i in live], engine.runtime.threads)
+            for r, (i, tok) in enumerate(zip(live, drawn, strict=True)):
                 if tok in eos:
                     stopped[i] = True
                     continue

@@ -9,7 +9,9 @@ the same inputs deposit the same bytes, and the same id, in any process.
 from __future__ import annotations
 
 import json
+import math
 import struct
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -201,11 +203,15 @@ def check_layout(data: bytes, meta: ArtifactMeta) -> tuple[int, int]:
 
 
 def check_finite(keys, values, artifact_id: str) -> None:
-    """Real K/V are finite: a NaN or infinity anywhere is a forged or broken artifact."""
-    import torch
+    """Real K/V are finite: a NaN or infinity anywhere (or values so large their sum overflows) is a forged
+    or broken artifact."""
 
+    # One sum per tensor instead of an `isfinite` mask (measured on 41 MB of fp32: ~1 ms vs ~46 ms): a NaN
+    # or an infinity anywhere makes the sum NaN or infinite, so a finite sum proves every value finite. The
+    # converse can fail only for values whose sum overflows (|x| near 1e38, nothing a model computes):
+    # such an artifact is refused too, which errs on the closed side.
     for i, (k, v) in enumerate(zip(keys, values, strict=True)):
-        if not (bool(torch.isfinite(k).all()) and bool(torch.isfinite(v).all())):
+        if not (math.isfinite(float(k.sum())) and math.isfinite(float(v.sum()))):
             raise GalahadError(f"artifact {artifact_id[:16]} holds non-finite K/V (NaN or infinity) in layer {i}")
 
 
@@ -221,11 +227,22 @@ def decode(data: bytes, expected_id: str) -> Artifact:
     actual = sha256_hex(data)
     if actual != expected_id:
         raise IntegrityError(f"artifact {expected_id[:16]} is corrupted: its bytes hash to {actual[:16]}")
-    return decode_checked(Checked(expected_id, bytearray(data)))
+    return decode_checked(Checked(expected_id, bytes(data)))
 
 
 # safetensors dtype names -> (torch dtype name, bytes per element)
 _DTYPES = {"F32": ("float32", 4), "F16": ("float16", 2), "BF16": ("bfloat16", 2), "F64": ("float64", 8)}
+
+
+def _view(data, dtype, count: int, offset: int):
+    """A tensor over `count` elements of `data` at `offset`, no copy. `data` is usually immutable `bytes`
+    (the very bytes that were hashed); torch warns that it cannot mark such a tensor read-only. Nothing
+    writes into restored K/V (a cache grows by concatenation into new tensors), so that warning is muted."""
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given buffer is not writable", category=UserWarning)
+        return torch.frombuffer(data, dtype=dtype, count=count, offset=offset)
 
 
 def decode_checked(blob: Checked) -> Artifact:
@@ -258,7 +275,7 @@ def decode_checked(blob: Checked) -> Artifact:
                 count *= x
             if min(shape, default=0) < 0 or not 0 <= lo <= hi <= size or hi - lo != count * width or (base + lo) % width:
                 raise ValueError(f"tensor {name} has bad offsets or shape")
-            t = torch.frombuffer(data, dtype=getattr(torch, dtype_name), count=count, offset=base + lo) if count else (
+            t = _view(data, getattr(torch, dtype_name), count, base + lo) if count else (
                 torch.empty(0, dtype=getattr(torch, dtype_name)))
             tensors[name] = t.view(shape)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

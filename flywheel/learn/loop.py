@@ -48,6 +48,7 @@ class Tally:
     tokens_spent: int = 0
     tokens_to_solve: int = 0  # tokens spent on problems that ended verified: what a recurrence saves
     seconds: float = 0.0
+    sampling_seconds: float = 0.0  # the generators' own time on the attempts (prompt prefill + decode)
     reconciled: int = 0
 
     def postfix(self) -> dict:
@@ -160,6 +161,7 @@ class Flywheel:
                 r.seconds, r.cpu_seconds, r.energy_joules)
             self.tally.attempted += 1
             self.tally.tokens_spent += r.tokens
+            self.tally.sampling_seconds += r.seconds
             spent[problem["id"]] = spent.get(problem["id"], 0) + r.tokens
             verdict = self.verifier.check_answer(problem["answer"], r.answer)
             verification_id = self.catalog.add_verification(attempt_id, verdict.version, verdict.verified,
