@@ -106,14 +106,20 @@ class Engine:
         chunk whose logits nobody reads; the layers, hence the cache, run the same calls either way)."""
         input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
         position_ids = torch.arange(start + shift, start + shift + len(ids), device=self.device)[None, :]
+        if head != "all":
+            return self._last_logits(cache, input_ids, position_ids, head=head == "last")
         with deterministic(self.runtime), self.kernels.active():
-            if head == "all":
-                out = self.model(input_ids=input_ids, position_ids=position_ids, past_key_values=cache,
-                                 use_cache=True)
-                return out.logits[0].to(torch.float32)
+            out = self.model(input_ids=input_ids, position_ids=position_ids, past_key_values=cache, use_cache=True)
+        return out.logits[0].to(torch.float32)
+
+    def _last_logits(self, cache: DynamicCache, input_ids: torch.Tensor, position_ids: torch.Tensor,
+                     head: bool = True) -> torch.Tensor | None:
+        """The model's layers over [rows, len] ids, then (with `head`) the LM head on each row's last
+        position: fp32 logits [rows, vocab]. What answering, decoding and batched sampling run."""
+        with deterministic(self.runtime), self.kernels.active():
             out = self.model.model(input_ids=input_ids, position_ids=position_ids, past_key_values=cache,
                                    use_cache=True)
-            return None if head is None else self.head(out.last_hidden_state[:, -1]).to(torch.float32)
+            return self.head(out.last_hidden_state[:, -1]).to(torch.float32) if head else None
 
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
         """The LM head (the kernel mode's product: `KernelMode.lm_head`) and the model's final soft-capping,
@@ -130,10 +136,9 @@ class Engine:
         share a prompt, so no padding); the last-position logits [rows, vocab]."""
         input_ids = torch.tensor(tokens, dtype=torch.long, device=self.device)[:, None]
         position_ids = torch.full((len(tokens), 1), pos, dtype=torch.long, device=self.device)
-        with deterministic(self.runtime), self.kernels.active():
-            out = self.model.model(input_ids=input_ids, position_ids=position_ids, past_key_values=cache,
-                                   use_cache=True)
-            return self.head(out.last_hidden_state[:, -1]).to(torch.float32)
+        logits = self._last_logits(cache, input_ids, position_ids)
+        assert logits is not None
+        return logits
 
     def prefill(self, cache: DynamicCache, ids: list[int], start: int, shift: int = 0,
                 last_only: bool = False) -> torch.Tensor:

@@ -106,7 +106,6 @@ class Checked:
     buffer: bytes | bytearray
 
 
-
 class BlobStore(ABC):
     """The store's contract. Implementations must make `put` atomic and durable."""
 
@@ -138,7 +137,7 @@ class BlobStore(ABC):
         return data
 
     def get_checked(self, blob_id: str, size: int | None = None) -> Checked:
-        """The blob in one writable buffer, hash-checked. Backends may override to hash while reading."""
+        """The blob in one buffer, hash-checked (`get`). Backends may override to read it without a copy."""
         return Checked(blob_id, self.get(blob_id, size))
 
 
