@@ -36,6 +36,7 @@ def one(sampler: str, args, env) -> dict:
     proc = subprocess.run([sys.executable, "-m", "galahad.flywheel.cli.main", "--data", str(data), "run",
                            "--model", args.model, "--families", args.families, "--per-family", "24",
                            "--limit", str(args.limit), "--k", str(args.k), "--round-size", str(args.round_size),
+                           "--problems-per-call", str(args.problems_per_call),
                            "--generators", str(args.generators), "--sampler", sampler,
                            "--no-progress", "--json"], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
@@ -59,10 +60,16 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=12)
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--round-size", type=int, default=None, help="samples per generator call (default: k)")
+    ap.add_argument("--problems-per-call", type=int, default=None,
+                    help="problems per generator call, one batch (default: LoopConfig.problems_per_call)")
     ap.add_argument("--generators", type=int, default=1)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     args.round_size = args.round_size or args.k
+    if args.problems_per_call is None:
+        from galahad.flywheel.learn.loop import LoopConfig
+
+        args.problems_per_call = LoopConfig.problems_per_call
     env = {**os.environ}
     env.setdefault("GALAHAD_MODEL_CACHE", str(Path("~/.cache/galahad-models").expanduser()))
     before = uptime()
@@ -77,7 +84,8 @@ def main() -> int:
     out["sampling_speedup"] = (out["batched"]["sampling_attempts_per_s"]
                                / out["sequential"]["sampling_attempts_per_s"])
     out["config"] = {"model": args.model, "families": args.families, "limit": args.limit, "k": args.k,
-                     "round_size": args.round_size, "generators": args.generators, "cpus": os.cpu_count()}
+                     "round_size": args.round_size,
+                     "problems_per_call": args.problems_per_call, "generators": args.generators, "cpus": os.cpu_count()}
     out["load_before"], out["load_after"] = before, uptime()
     out["command"] = "python bench/bench_flywheel.py " + " ".join(sys.argv[1:])
     print(f"speed-up batched vs sequential (attempts/s): {out['speedup']:.2f}x over the loop, "

@@ -130,6 +130,7 @@ class _Swap:
 @register
 class InvariantMode(KernelMode):
     name = "invariant"
+    contiguous_keys_only = True  # the attention lays keys out by absolute position, back from the query
 
     def __init__(self) -> None:
         if not linear.available():

@@ -15,6 +15,9 @@ class KernelMode:
     """Base class: subclasses override `active` (and optionally `attn_implementation`)."""
 
     name = "base"
+    # Whether a row's keys must be contiguous in its cache for the mode's promise to hold: a prompt
+    # prefilled in a padded batch has padding between its prefix and its question (workers/batch.py).
+    contiguous_keys_only = False
 
     def attn_implementation(self, requested: str) -> str:
         """The attention implementation the model must be loaded with under this mode."""

@@ -329,3 +329,31 @@ def test_gemma_chunked_equals_monolithic_equals_token_by_token(model_cache):
     tokens = [2] + torch.randint(10, 20_000, (530,), generator=torch.Generator().manual_seed(0)).tolist()
     grafted, one_pass, steps = _three_schedules(engine, tokens, 527)
     assert _sha(grafted) == _sha(one_pass) == _sha(steps)
+
+
+def test_grouped_attention_gives_eager_attentions_bits(model_cache):
+    # The generators' attention (kernels/grouped.py) skips eager's KV-head copies; on this build its products
+    # come out bit for bit as eager's: a prefill's every-position logits and a padded decode batch's steps.
+    import copy
+
+    from galahad.workers.batch import DecodeBatch
+    from galahad.workers.engine import Engine
+    from galahad.workers.model_loader import load_model
+
+    runs = {}
+    for attn in ("eager", "grouped"):
+        rt = RuntimeConfig(threads=1, attn_implementation=attn)
+        engine = Engine(load_model("tiny", model_cache, rt), rt)
+        assert engine.model.config._attn_implementation == ("galahad_grouped" if attn == "grouped" else "eager")
+        outs, batch = [], DecodeBatch(engine)
+        for text in ("What is 3 + 4?", "Add 27, 45 and 8, then double it. " * 3, "x"):
+            ids = engine.encode(f"Question: {text}\nAnswer:")
+            cache = engine.new_cache()
+            outs.append(engine.prefill(cache, ids, 0))  # every position (sliding window 16 included)
+            batch.admit(copy.deepcopy(cache), 2, len(ids))
+        toks = [int(o[-1].argmax()) for o in outs for _ in range(2)]
+        for _ in range(4):
+            outs.append(batch.step(toks))
+            toks = [int(t) for t in outs[-1].argmax(-1)]
+        runs[attn] = outs
+    assert all(torch.equal(a, b) for a, b in zip(runs["eager"], runs["grouped"], strict=True))

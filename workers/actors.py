@@ -14,7 +14,7 @@ import ray
 from galahad.flywheel.errors import GalahadError
 from galahad.workers.depositor import Depositor
 from galahad.workers.generator import Generator
-from galahad.workers.runtime import PINNED_ENV, RuntimeConfig
+from galahad.workers.runtime import PINNED_ENV, GeneratorRuntime, RuntimeConfig
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def start_workers(model: str, model_cache: str, runtime: RuntimeConfig, device: 
     gpus = ray.cluster_resources().get("GPU", 0)
     device = ("cuda" if gpus >= 1 else "cpu") if device == "auto" else device
     runtime = runtime.with_(device=device)
-    gens = [start_generator(gpus, model, model_cache, runtime.with_(threads=1)) for _ in range(generators)]
+    gens = [start_generator(gpus, model, model_cache, GeneratorRuntime().apply(runtime)) for _ in range(generators)]
     depositor = start_depositor(gpus, model, model_cache, runtime, store_path, chain_max_tokens)
     try:
         fps = ray.get([a.model_fp.remote() for a in [*gens, depositor]])

@@ -10,15 +10,19 @@ same attempts.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import os
 from dataclasses import asdict
 from pathlib import Path
+
+import torch
 
 from galahad.flywheel.problems import prompts
 from galahad.workers.engine import Engine
 from galahad.workers.model_loader import load_model
 from galahad.workers.runtime import RuntimeConfig
-from galahad.workers.sampler import get_sampler
+from galahad.workers.sampler import Prompt, get_sampler
 from galahad.workers.sampling import AttemptResult, SamplingConfig, sample_seed
 from galahad.workers.telemetry import EnergyMeter, Stopwatch
 
@@ -55,30 +59,92 @@ class Generator:
         logits = self.engine.prefill(cache, ids[done:], done, last_only=True)[-1]
         return cache, logits, len(ids)
 
+    def prompts_together(self, problems: list[dict], max_tokens: int) -> list[tuple] | None:
+        """Several problems' prompts in one forward (`Engine.prefill_rows`): each question after the shared
+        examples' cache, left-padded to the longest. (cache, logits, next position, real-slot mask) per
+        problem, or None when they cannot share a forward exactly: a kernel mode that needs each row's keys
+        contiguous (the batch-invariant attention), a prompt that does not start with the examples, a question longer than one prefill chunk, or a row whose span (examples + longest
+        question + `max_tokens`) would not fit in the sliding window (its padding would push early
+        example tokens out of the window)."""
+        ids = [self.engine.encode(prompts.few_shot_prompt(p["text"])) for p in problems]
+        shots_cache, done = self._shots_cache(ids[0])
+        tails = [i[done:] for i in ids]
+        width = max(len(t) for t in tails)
+        windows = [int(k.split(":")[1]) for k in self.engine.loaded.layer_kinds if k.startswith("sliding:")]
+        if (self.engine.kernels.contiguous_keys_only or done == 0 or any(i[:done] != ids[0][:done] or len(i) <= done for i in ids)
+                or width > self.engine.runtime.prefill_chunk or (windows and done + width + max_tokens >= min(windows))):
+            return None
+        shots_cache.batch_repeat_interleave(len(problems))
+        logits, mask = self.engine.prefill_rows(shots_cache, tails, done)
+        out = []
+        for r, i in enumerate(ids):
+            row = copy.deepcopy(shots_cache) if r < len(ids) - 1 else shots_cache
+            row.batch_select_indices(torch.tensor([r], device=self.engine.device))
+            out.append((row, logits[r], len(i), mask[r]))
+        return out
+
     def attempt(self, problem: dict, cfg: SamplingConfig, first: int = 0, count: int | None = None) -> list[AttemptResult]:
         """Samples `first .. first+count-1` of the problem's k: the loop asks in rounds and stops early."""
         count = cfg.k - first if count is None else count
+        return self.attempt_many([(problem, first, count)], cfg)[0]
+
+    def attempt_many(self, requests: list[tuple[dict, int, int]], cfg: SamplingConfig) -> list[list[AttemptResult]]:
+        """Several problems' rounds in one call: (problem, first, count) each, results in the same order.
+        With the batched sampler the prompts are prefilled in one forward when that is exact
+        (`prompts_together`), else one by one; the sampler decodes all their samples together (the batched
+        sampler: one continuous batch). A sample's draws depend on its
+        seed and on the call's requests (which rows share its batch), so the call's requests are recorded
+        in every attempt (`group`: a hash of them, the same in every attempt of the call)."""
         sampler = get_sampler(cfg.sampler)
-        seeds = [sample_seed(cfg.seed, problem["id"], i) for i in range(first, first + count)]
-        with Stopwatch(self.meter) as prefill:
-            base, logits, pos = self.prompt(problem)
+        seeds = [[sample_seed(cfg.seed, problem["id"], i) for i in range(first, first + count)]
+                 for problem, first, count in requests]
+        batch: list[Prompt] = []
+        prefill_shares = []
+        together = None
+        if sampler.padded_prompts and len(requests) > 1:
+            with Stopwatch(self.meter) as prefill:
+                together = self.prompts_together([p for p, _, _ in requests], cfg.max_tokens)
+            if together is not None:  # one forward for all: its cost is shared evenly
+                share = prefill.result.split(len(requests))
+                batch = [Prompt(c, lg, pos, s, mask) for (c, lg, pos, mask), s in zip(together, seeds, strict=True)]
+                prefill_shares = [share] * len(requests)
+        if together is None:
+            tried = prefill.result if sampler.padded_prompts and len(requests) > 1 else None
+            for (problem, _, _), s in zip(requests, seeds, strict=True):
+                with Stopwatch(self.meter) as prefill:
+                    base, logits, pos = self.prompt(problem)
+                batch.append(Prompt(base, logits, pos, s))
+                prefill_shares.append(prefill.result)
+            if tried is not None:  # the check that refused to batch (and any examples' prefill) is paid too
+                prefill_shares[0] = prefill_shares[0].plus(tried)
         with Stopwatch(self.meter) as sw:
-            outs = sampler.sample(self.engine, base, logits, pos, seeds, cfg.max_tokens, cfg.temperature,
-                                  (prompts.ANSWER_STOP,))
-        # The round's decode time is split evenly over its samples and the shared prefill is charged to the
-        # first, so the attempts' totals are the round's cost under either sampler.
-        m, share = sw.result, prefill.result
+            outs = sampler.sample_many(self.engine, batch, cfg.max_tokens, cfg.temperature, (prompts.ANSWER_STOP,),
+                                       cfg.batch_rows)
+        group = call_group(requests)
+        # The call's decode time is split evenly over its samples and each problem's prefill is charged to its
+        # first, so the attempts' totals are the call's cost under either sampler.
+        m, total = sw.result, max(1, sum(count for _, _, count in requests))
         results = []
-        for j, (i, seed, out) in enumerate(zip(range(first, first + count), seeds, outs, strict=True)):
-            first_share = j == 0
-            energy = None if m.energy_joules is None else m.energy_joules / count + (
-                (share.energy_joules or 0.0) if first_share else 0.0)
-            results.append(AttemptResult(
-                problem_id=problem["id"], sample=i, seed=seed, output_text=out.text,
-                answer=prompts.answer_from_output(out.text),
-                tokens=len(out.token_ids), seconds=m.seconds / count + (share.seconds if first_share else 0.0),
-                cpu_seconds=m.cpu_seconds / count + (share.cpu_seconds if first_share else 0.0),
-                energy_joules=energy,
-                sampling={**asdict(cfg), "sample": i, "sample_seed": seed, "prompt": "few-shot-v1"},
-            ))
+        for (problem, first, _), prompt, share, samples in zip(requests, batch, prefill_shares, outs, strict=True):
+            mine = []
+            for j, (seed, out) in enumerate(zip(prompt.seeds, samples, strict=True)):
+                i, lead = first + j, j == 0
+                energy = None if m.energy_joules is None else m.energy_joules / total + (
+                    (share.energy_joules or 0.0) if lead else 0.0)
+                mine.append(AttemptResult(
+                    problem_id=problem["id"], sample=i, seed=seed, output_text=out.text,
+                    answer=prompts.answer_from_output(out.text),
+                    tokens=len(out.token_ids), seconds=m.seconds / total + (share.seconds if lead else 0.0),
+                    cpu_seconds=m.cpu_seconds / total + (share.cpu_seconds if lead else 0.0),
+                    energy_joules=energy,
+                    sampling={**asdict(cfg), "sample": i, "sample_seed": seed, "prompt": "few-shot-v1",
+                              "group": group, "group_size": len(requests)},
+                ))
+            results.append(mine)
         return results
+
+
+def call_group(requests: list[tuple[dict, int, int]]) -> str:
+    """The identity of one generator call's requests (problem ids, first sample, count, in order)."""
+    spec = json.dumps([[p["id"], first, count] for p, first, count in requests], separators=(",", ":"))
+    return hashlib.sha256(spec.encode()).hexdigest()[:16]

@@ -211,6 +211,10 @@ def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
 
     hf_logging.disable_progress_bar()
     attn = get_mode(runtime.kernel_mode).attn_implementation(runtime.attn_implementation)
+    if attn == "grouped":
+        from galahad.kernels.grouped import register
+
+        attn = register()
     try:
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, runtime.dtype), attn_implementation=attn)
         tokenizer = AutoTokenizer.from_pretrained(folder)

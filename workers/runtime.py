@@ -43,6 +43,20 @@ class RuntimeConfig:
 DEFAULT_RUNTIME = RuntimeConfig()
 
 
+@dataclass(frozen=True)
+class GeneratorRuntime:
+    """What a generator actor changes in the job's runtime. Sampled text is verified text whatever
+    computed it, so generators need determinism per seed, not the depositor's bits: one thread each (so
+    several share a machine) and grouped-query attention without the KV copies (kernels/grouped.py).
+    A batch-invariant kernel mode keeps its own attention."""
+
+    threads: int = 1
+    attn_implementation: str = "grouped"  # "eager": transformers' own
+
+    def apply(self, runtime: RuntimeConfig) -> RuntimeConfig:
+        return runtime.with_(threads=self.threads, attn_implementation=self.attn_implementation)
+
+
 def pin_process_env(config: RuntimeConfig = DEFAULT_RUNTIME) -> None:
     """Set the env that BLAS/OpenMP read at load time. Values already set by the user are respected
     (and recorded in the fingerprint), so an explicit choice is never silently overridden."""

@@ -1,16 +1,19 @@
-"""Samplers: how a generator decodes the k seeded samples of a round from one prefilled prompt.
+"""Samplers: how a generator decodes the seeded samples of one call's prompts (one or several problems).
 
 `SequentialSampler` decodes them one after another (batch 1, the prompt cache copied per sample);
-`BatchedSampler` decodes them as one batch: the prompt cache is expanded to k rows and each step is one
-forward over every live row. Both apply the same rules, sample by sample: a token is drawn from the
-row's own seeded `torch.Generator` (on the logits' device, so CUDA logits are never drawn on a CPU
-generator); EOS ends a sample without being kept; a kept token that completes a stop string ends it;
-at most `max_tokens` tokens are kept. A row that ends leaves the batch (its cache row is dropped).
+`BatchedSampler` decodes every prompt's samples in one continuous, left-padded batch (`workers/batch.py`):
+each step is one forward over every live row, rows of different prompts at their own positions. Both
+apply the same rules, sample by sample: a token is drawn from the row's own seeded `torch.Generator` (on
+the logits' device, so CUDA logits are never drawn on a CPU generator); EOS ends a sample without being
+kept; a kept token that completes a stop string ends it; at most `max_tokens` tokens are kept. A row
+that ends leaves the batch (its cache row is dropped) and the next prompt's rows take its place.
 
 Sampled text is verified text whatever sampled it: deposits and grafts keep the pinned single-sequence
-schedule, so batching never touches exactness. Batching changes the GEMM row count, hence the logits'
-last bits, so the same seed may draw other tokens under the two samplers; each sampler is deterministic
-per seed, and the sampler's name is recorded in every attempt's sampling parameters.
+schedule, so batching never touches exactness. Under the stock kernels, batching changes the GEMM row
+count, hence the logits' last bits, so the same seed may draw other tokens under the two samplers (or in
+another batch); each sampler is deterministic per seed and call, and the sampler's name and the call's
+group are recorded in every attempt's sampling parameters. Under the batch-invariant kernels the batched
+draws are the sequential draws (tests/test_sampler.py).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
+from galahad.workers.batch import DecodeBatch
 from galahad.workers.engine import Engine, draw_rows, ends
 
 
@@ -34,14 +38,32 @@ class Sample:
     stopped: bool
 
 
+@dataclass(frozen=True)
+class Prompt:
+    """One prefilled prompt and the seeds of the samples to decode after it (its cache is never touched)."""
+
+    cache: DynamicCache
+    logits: torch.Tensor  # the prompt's last-position logits [vocab]
+    pos: int  # the next position (the prompt's length)
+    seeds: list[int]
+    mask: torch.Tensor | None = None  # the cache's real slots [slots] when it holds padding (prefilled in a batch)
+
+
 class Sampler(ABC):
-    """Decode one sample per seed after a prompt whose cache and last logits are given (cache untouched)."""
+    """Decode one sample per seed after each prompt; `sample_many` returns them prompt by prompt."""
 
     name = "base"
+    padded_prompts = False  # whether prompts prefilled together (with a padding mask) may be given
 
     @abstractmethod
+    def sample_many(self, engine: Engine, prompts: list[Prompt], max_tokens: int, temperature: float,
+                    stop: tuple[str, ...], max_rows: int) -> list[list[Sample]]: ...
+
     def sample(self, engine: Engine, cache: DynamicCache, logits: torch.Tensor, pos: int, seeds: list[int],
-               max_tokens: int, temperature: float, stop: tuple[str, ...]) -> list[Sample]: ...
+               max_tokens: int, temperature: float, stop: tuple[str, ...], max_rows: int = 64) -> list[Sample]:
+        """One prompt's samples."""
+        return self.sample_many(engine, [Prompt(cache, logits, pos, seeds)], max_tokens, temperature, stop,
+                                max_rows)[0]
 
 
 class SequentialSampler(Sampler):
@@ -49,55 +71,86 @@ class SequentialSampler(Sampler):
 
     name = "sequential"
 
-    def sample(self, engine, cache, logits, pos, seeds, max_tokens, temperature, stop):
+    def sample_many(self, engine, prompts, max_tokens, temperature, stop, max_rows):
+        if any(p.mask is not None for p in prompts):
+            raise ValueError("the sequential sampler decodes unpadded prompts only")
         out = []
-        for seed in seeds:
-            d = engine.continue_decode(copy.deepcopy(cache), logits, pos, max_tokens, temperature=temperature,
-                                       seed=seed, stop=stop)
-            out.append(Sample(d.token_ids, d.text, d.stopped))
+        for p in prompts:
+            samples = []
+            for seed in p.seeds:
+                d = engine.continue_decode(copy.deepcopy(p.cache), p.logits, p.pos, max_tokens,
+                                           temperature=temperature, seed=seed, stop=stop)
+                samples.append(Sample(d.token_ids, d.text, d.stopped))
+            out.append(samples)
         return out
 
 
+@dataclass
+class _Row:
+    prompt: int
+    sample: int
+    gen: torch.Generator
+    kept: list[int]
+
+
 class BatchedSampler(Sampler):
-    """All samples as one batch: one forward per step for every live row; ended rows leave the batch.
-    No padding is needed: every row has the same prompt, so every live row sits at the same position."""
+    """Every sample of every prompt in one continuous batch (`workers/batch.py`): one forward per step
+    for all live rows, each row at its own position. A prompt's rows join when the batch has room for
+    all of them (at most `max_rows` live rows; a prompt with more samples than that joins an empty
+    batch alone); a row that ends leaves at once, so the next prompt's rows take its place instead of
+    waiting for the batch's longest sample. The admission order is the prompts' order: the same prompts
+    and seeds give the same batches, hence the same texts, in any process."""
 
     name = "batched"
+    padded_prompts = True
 
-    def sample(self, engine, cache, logits, pos, seeds, max_tokens, temperature, stop):
-        k = len(seeds)
-        gens = [torch.Generator(device=logits.device).manual_seed(s) for s in seeds]
-        kept: list[list[int]] = [[] for _ in range(k)]
-        stopped = [False] * k
-        live = list(range(k))  # sample index of each batch row
-        rows = logits.reshape(1, -1).expand(k, -1)
-        batch: DynamicCache | None = None
+    def sample_many(self, engine, prompts, max_tokens, temperature, stop, max_rows):
+        out: list[list[Sample | None]] = [[None] * len(p.seeds) for p in prompts]
+        batch, live = DecodeBatch(engine), []
+        logits: torch.Tensor | None = None  # [live rows, vocab]: what each live row draws from next
+        waiting = list(range(len(prompts)))
         eos = engine.loaded.eos_ids
-        for step in range(max_tokens):
-            still, toks = [], []
-            drawn = draw_rows(rows, temperature, [gens[i] for i in live], engine.runtime.threads)
-            for r, (i, tok) in enumerate(zip(live, drawn, strict=True)):
-                if tok in eos:
-                    stopped[i] = True
+
+        def finish(row: _Row, stopped: bool) -> None:
+            out[row.prompt][row.sample] = Sample(
+                row.kept, engine.tokenizer.decode(row.kept, skip_special_tokens=True), stopped)
+
+        while waiting or live:
+            while waiting and (not live or len(live) + len(prompts[waiting[0]].seeds) <= max_rows):
+                index = waiting.pop(0)
+                p = prompts[index]
+                if not p.seeds:
                     continue
-                kept[i].append(tok)
-                if ends(engine.tokenizer, kept[i], stop):
-                    stopped[i] = True
+                if max_tokens <= 0:
+                    out[index] = [Sample([], "", False) for _ in p.seeds]
                     continue
-                still.append(r)
-                toks.append(tok)
-            if not still or step == max_tokens - 1:
+                batch.admit(p.cache, len(p.seeds), p.pos, p.mask)
+                live += [_Row(index, j, torch.Generator(device=p.logits.device).manual_seed(s), [])
+                         for j, s in enumerate(p.seeds)]
+                fresh = p.logits.reshape(1, -1).expand(len(p.seeds), -1)
+                logits = fresh if logits is None else torch.cat([logits, fresh], dim=0)
+            if not live:
                 break
-            if batch is None:
-                batch = copy.deepcopy(cache)
-                batch.batch_repeat_interleave(len(live))
-            if len(still) < len(live):
-                batch.batch_select_indices(torch.tensor(still, device=engine.device))
-            live = [live[r] for r in still]
-            rows = engine.forward_rows(batch, toks, pos)
-            pos += 1
-        return [Sample(kept[i], engine.tokenizer.decode(kept[i], skip_special_tokens=True), stopped[i])
-                for i in range(k)]
+            assert logits is not None
+            drawn = draw_rows(logits, temperature, [r.gen for r in live], engine.runtime.threads)
+            still, toks = [], []
+            for b, (row, tok) in enumerate(zip(live, drawn, strict=True)):
+                if tok in eos:
+                    finish(row, True)
+                    continue
+                row.kept.append(tok)
+                if ends(engine.tokenizer, row.kept, stop):
+                    finish(row, True)
+                elif len(row.kept) == max_tokens:
+                    finish(row, False)  # budget spent: the last token's forward would feed nothing
+                else:
+                    still.append(b)
+                    toks.append(tok)
+            batch.keep(still)
+            live = [live[b] for b in still]
+            logits = batch.step(toks) if live else None
+        assert all(s is not None for samples in out for s in samples)
+        return out  # type: ignore[return-value]
 
 
 SAMPLERS: dict[str, type[Sampler]] = {"sequential": SequentialSampler, "batched": BatchedSampler}

@@ -16,7 +16,8 @@ class SamplingConfig:
     max_tokens: int = 12
     temperature: float = 1.0
     seed: int = 0
-    sampler: str = "batched"  # workers/sampler.py: "batched" (one forward per step for all k) or "sequential"
+    sampler: str = "batched"  # workers/sampler.py: "batched" (one forward per step for all rows) or "sequential"
+    batch_rows: int = 32  # the batched sampler's most live rows (a generator call's samples share them)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,16 @@ class Measurement:
     cpu_seconds: float
     energy_joules: float | None
 
+    def split(self, n: int) -> Measurement:
+        """One of n equal shares."""
+        return Measurement(self.seconds / n, self.cpu_seconds / n,
+                           None if self.energy_joules is None else self.energy_joules / n)
+
+    def plus(self, other: Measurement) -> Measurement:
+        energy = None if self.energy_joules is None and other.energy_joules is None else (
+            (self.energy_joules or 0.0) + (other.energy_joules or 0.0))
+        return Measurement(self.seconds + other.seconds, self.cpu_seconds + other.cpu_seconds, energy)
+
 
 class EnergyMeter:
     """Reads NVML's total energy counter for one GPU; `available` is False on machines without one."""

@@ -41,7 +41,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sampler", choices=["batched", "sequential"], default=sampling.sampler,
                    help=f"decode a round's samples as one batch or one by one (default {sampling.sampler})")
     p.add_argument("--round-size", type=count(), default=None,
-                   help="samples per generator call (default: LoopConfig.round_size)")
+                   help="samples per problem per round (default: LoopConfig.round_size)")
+    p.add_argument("--problems-per-call", type=count(), default=None,
+                   help="problems sampled together in one generator call, one batch "
+                        "(default: LoopConfig.problems_per_call)")
+    p.add_argument("--batch-rows", type=count(), default=sampling.batch_rows,
+                   help=f"the batched sampler's most live rows (default {sampling.batch_rows})")
     p.add_argument("--generators", type=count(), default=workers.generators, help="generator actors")
     p.add_argument("--chain-max-tokens", type=count(), default=workers.chain_max_tokens,
                    help="start a new chain past this length")
@@ -171,7 +176,8 @@ def start_ray(address: str | None, log: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
 
-    for name in ("limit", "k", "max_tokens", "generators", "per_family", "round_size"):
+    for name in ("limit", "k", "max_tokens", "generators", "per_family", "round_size", "problems_per_call",
+                 "batch_rows"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise GalahadError(f"--{name.replace('_', '-')} must be at least 1")
@@ -204,8 +210,9 @@ def _run(args, paths, catalog, store, items, embedded) -> int:
     if embedded:
         catalog.release_claims()  # claims left by a killed local job: we hold the lock, so they are stale
     sampling = SamplingConfig(k=args.k, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
-                              sampler=args.sampler)
-    config = LoopConfig(limit=args.limit, sampling=sampling, round_size=args.round_size or LoopConfig.round_size)
+                              sampler=args.sampler, batch_rows=args.batch_rows)
+    config = LoopConfig(limit=args.limit, sampling=sampling, round_size=args.round_size or LoopConfig.round_size,
+                        problems_per_call=args.problems_per_call or LoopConfig.problems_per_call)
     # Build the model snapshot once, here, before any actor starts: actors that each built it at once
     # read each other's half-written files on a fresh machine (the build is also locked across processes).
     from galahad.workers.model_loader import ensure_snapshot

@@ -30,6 +30,7 @@ from galahad.workers.sampling import AttemptResult, SamplingConfig
 @dataclass(frozen=True)
 class LoopConfig:
     round_size: int = 4
+    problems_per_call: int = 4  # problems claimed together and sampled in one generator call (one batch)
     in_flight_per_generator: int = 2
     lease_seconds: float = 900.0
     limit: int | None = None
@@ -108,22 +109,31 @@ class Flywheel:
         capacity = cfg.in_flight_per_generator * len(self.generators)
         last_renew = time.monotonic()
 
-        def submit(problem: dict, first: int) -> None:
+        def submit(group: list[tuple[dict, int]]) -> None:
+            """One generator call for a group of problems, each at its next round. A group is claimed
+            together and its unfinished problems go on together, so which problems share a batch (and so
+            every sample's draws) depends only on the queue's order, not on timing or generator count."""
             nonlocal turn
             gen = self.generators[turn % len(self.generators)]
             turn += 1
-            count = min(cfg.round_size, cfg.sampling.k - first)
-            in_flight[gen.attempt.remote(problem, cfg.sampling, first, count)] = (problem, first + count)
+            requests = [(problem, first, min(cfg.round_size, cfg.sampling.k - first)) for problem, first in group]
+            in_flight[gen.attempt_many.remote(requests, cfg.sampling)] = requests
 
         while True:
             room = capacity - len(in_flight)
             if cfg.limit is not None:
                 room = min(room, cfg.limit - self.tally.problems)
-            if room > 0:
-                for problem in self.catalog.claim(room, self.worker_id, cfg.lease_seconds):
+            while room > 0:
+                want = cfg.problems_per_call if cfg.limit is None else min(
+                    cfg.problems_per_call, cfg.limit - self.tally.problems)
+                claimed = self.catalog.claim(want, self.worker_id, cfg.lease_seconds) if want > 0 else []
+                if not claimed:
+                    break
+                for problem in claimed:
                     held[problem["id"]] = problem
                     self.tally.problems += 1
-                    submit(problem, 0)
+                submit([(problem, 0) for problem in claimed])
+                room -= 1
             if not in_flight and not self.background.refs():
                 break
             ready, _ = ray.wait([*in_flight, *self.background.refs()], num_returns=1,
@@ -136,16 +146,19 @@ class Flywheel:
                     if self.background.done(ref) is not None:
                         self.tally.deposited += 1
                     continue
-                problem, next_first = in_flight.pop(ref)
-                accepted = self._record(run_id, problem, ray.get(ref), spent)
-                if accepted:
-                    held.pop(problem["id"])
-                elif next_first < cfg.sampling.k:
-                    submit(problem, next_first)
-                else:
-                    self.catalog.mark(problem["id"], "failed")
-                    held.pop(problem["id"])
-                    self.tally.failed += 1
+                requests = in_flight.pop(ref)
+                again = []
+                for (problem, first, count), results in zip(requests, ray.get(ref), strict=True):
+                    if self._record(run_id, problem, results, spent):
+                        held.pop(problem["id"])
+                    elif first + count < cfg.sampling.k:
+                        again.append((problem, first + count))
+                    else:
+                        self.catalog.mark(problem["id"], "failed")
+                        held.pop(problem["id"])
+                        self.tally.failed += 1
+                if again:
+                    submit(again)
                 self.tally.seconds = time.perf_counter() - t0
                 if on_progress:
                     on_progress(self.tally)

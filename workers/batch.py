@@ -1,0 +1,140 @@
+"""The decode batch: rows of several prompts decoded together, each row at its own position.
+
+Rows of one prompt share its length; rows of different prompts do not, so the batch is left-padded, as
+transformers' batched generation is: every row's real slots end at the batch's last slot, the slots
+before them are padding, masked out by a 2-D attention mask, and each row's RoPE position is its own.
+Sliding-window layers keep their last `window - 1` slots (transformers' `DynamicSlidingWindowLayer`)
+and mask by slot distance. A row whose real slots are contiguous has its window in slots equal to its
+window in positions. A prompt prefilled together with others (`Engine.prefill_rows`) has padding between
+the shared few-shot prefix and its question; that is exact only while the row's whole span (first slot to
+last decoded token) fits in the window, which the generator checks before it batches a prefill. Rows that
+leave are dropped, and slots that are padding for every remaining row are trimmed, so a batch never
+computes attention over more padding than its rows need.
+
+With a single prompt (or prompts of one length) there is no padding and no mask: the forward calls are
+the ones a one-prompt batch always ran, so its draws are unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn.functional as F
+from transformers import DynamicCache
+
+from galahad.workers.engine import Engine
+
+
+def _layers(cache: DynamicCache):
+    return cache.layers
+
+
+def _stored(layer, slots: int) -> int:
+    """How many of `slots` logical slots a layer keeps: all, or a sliding layer's last `window - 1`."""
+    window = getattr(layer, "sliding_window", None)
+    return slots if window is None else min(slots, window - 1)
+
+
+def _set_length(layer, slots: int) -> None:
+    if hasattr(layer, "cumulative_length"):
+        layer.cumulative_length = slots
+
+
+def _left_pad(cache: DynamicCache, slots: int, target: int) -> None:
+    """Pad every layer on the left so the cache holds `target` logical slots, its real ones last."""
+    if target == slots:
+        return
+    for layer in _layers(cache):
+        pad = _stored(layer, target) - layer.keys.shape[-2]
+        if pad:
+            layer.keys = F.pad(layer.keys, (0, 0, pad, 0))
+            layer.values = F.pad(layer.values, (0, 0, pad, 0))
+        _set_length(layer, target)
+
+
+def _trim(cache: DynamicCache, slots: int, n: int) -> None:
+    """Drop the first `n` logical slots (padding in every row) from every layer that still holds them."""
+    for layer in _layers(cache):
+        held_from = slots - layer.keys.shape[-2]  # the first logical slot this layer still holds
+        drop = max(0, n - held_from)
+        if drop:
+            layer.keys = layer.keys[:, :, drop:]
+            layer.values = layer.values[:, :, drop:]
+        _set_length(layer, slots - n)
+
+
+class DecodeBatch:
+    """Rows decoded together: a left-padded cache, its real-slot mask [rows, slots] and each row's next
+    position. Plain state plus three operations: `admit` rows of a prompt, `keep` some rows, `step`."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.cache: DynamicCache | None = None
+        self.mask = torch.ones(0, 0, dtype=torch.bool, device=engine.device)
+        self.positions: list[int] = []
+        self.slots = 0
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @property
+    def padded(self) -> bool:
+        return bool(len(self)) and not bool(self.mask.all())
+
+    def admit(self, cache: DynamicCache, rows: int, pos: int, mask: torch.Tensor | None = None) -> None:
+        """`rows` copies of a prompt's one-row cache join the batch as its last rows; `pos` is the prompt's
+        next position, `mask` its real slots [slots] when the cache holds padding (None: every slot real).
+        The cache itself is not touched."""
+        new = copy.deepcopy(cache)
+        new.batch_repeat_interleave(rows)
+        slots = cache.get_seq_length()
+        if mask is None:
+            mask = torch.ones(rows, slots, dtype=torch.bool, device=self.engine.device)
+        else:
+            assert mask.shape == (slots,)
+            mask = mask.to(self.engine.device).expand(rows, slots).clone()
+        if not len(self):
+            self.cache, self.mask, self.slots, self.positions = new, mask, slots, [pos] * rows
+            return
+        assert self.cache is not None
+        target = max(self.slots, slots)
+        _left_pad(self.cache, self.slots, target)
+        _left_pad(new, slots, target)
+        for mine, theirs in zip(_layers(self.cache), _layers(new), strict=True):
+            mine.keys = torch.cat([mine.keys, theirs.keys], dim=0)
+            mine.values = torch.cat([mine.values, theirs.values], dim=0)
+        self.mask = torch.cat([F.pad(self.mask, (target - self.slots, 0), value=False),
+                               F.pad(mask, (target - slots, 0), value=False)], dim=0)
+        self.slots = target
+        self.positions += [pos] * rows
+
+    def keep(self, rows: list[int]) -> None:
+        """Keep only these rows (in this order); trim the slots that are now padding in every row."""
+        if len(rows) == len(self):
+            return
+        self.positions = [self.positions[r] for r in rows]
+        if not rows:
+            self.cache, self.mask, self.slots = None, self.mask[:0, :0], 0
+            return
+        assert self.cache is not None
+        index = torch.tensor(rows, device=self.engine.device)
+        self.cache.batch_select_indices(index)
+        self.mask = self.mask[index]
+        n = int(self.mask.any(dim=0).long().cumsum(0).eq(0).sum())  # leading slots no row uses
+        if n:
+            _trim(self.cache, self.slots, n)
+            self.mask = self.mask[:, n:]
+            self.slots -= n
+
+    def step(self, tokens: list[int]) -> torch.Tensor:
+        """Feed each row its next token at its own position; the rows' last-position logits [rows, vocab]."""
+        assert self.cache is not None and len(tokens) == len(self)
+        mask = None
+        if self.padded:
+            mask = torch.cat([self.mask, torch.ones(len(self), 1, dtype=torch.bool, device=self.mask.device)], 1)
+        logits = self.engine.forward_rows(self.cache, tokens, self.positions, mask)
+        self.mask = torch.cat([self.mask, torch.ones(len(self), 1, dtype=torch.bool, device=self.mask.device)], 1)
+        self.slots += 1
+        self.positions = [p + 1 for p in self.positions]
+        return logits
