@@ -1,17 +1,21 @@
 """Flywheel throughput, sequential vs batched sampling, side by side in one run on the same problems and seeds.
 
 Usage: nice -n 10 .venv/bin/python bench/bench_flywheel.py [--limit 12] [--k 8] [--round-size 8]
-                                                          [--model gemma3-270m] [--generators 1] [--json]
+                                                          [--problems-per-call P] [--model gemma3-270m]
+                                                          [--generators 1] [--json]
 Each sampler learns the same problems (same families, seeds and budget) into a fresh data dir with
-`galahad run --sampler S --round-size R`. With R = k a generator call decodes all k samples of a problem:
-one batch of k rows (batched) or k decodes one after another (sequential). Throughput counts the loop only
+`galahad run --sampler S --round-size R --problems-per-call P`. A generator call gets P problems (the loop
+claims them together) with R samples each: the batched sampler prefills their prompts in one padded
+forward and decodes all P x R samples in one continuous batch; the sequential sampler prefills each prompt
+and decodes each sample alone (batch 1). Both run the generators' runtime (one thread, grouped
+attention) and the same draws (torch.multinomial's exponential race). Throughput counts the loop only
 (model loading and Ray start-up excluded, reported separately as wall time); `sampling_seconds` is the
-generators' own time on the attempts (each round's prompt prefill and decode, summed from the attempts'
-recorded seconds), so `sampling_speedup` is the samplers' ratio without the loop's verification, SQL and
-deposits, which neither sampler changes. Verified counts are reported
-for both: sampling is seeded per sample, but the two samplers run different GEMM shapes, so the same
-seed may draw a different token where two candidates are nearly tied; the counts show whether that moved
-anything. The machine's load (`uptime`) before and after is part of the output.
+generators' own time on the attempts (prompt prefill and decode, summed from the attempts' recorded
+seconds), so `sampling_speedup` is the samplers' ratio without the loop's verification, SQL and deposits,
+which neither sampler changes. Verified counts are reported for both: sampling is seeded per sample, but
+the two samplers run different GEMM shapes, so the same seed may draw a different token where two
+candidates are nearly tied; the counts show whether that moved anything. The machine's load (`uptime`)
+before and after is part of the output.
 """
 
 from __future__ import annotations

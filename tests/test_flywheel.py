@@ -237,3 +237,24 @@ def test_eval_transfer_conditions_stats_plots_and_rescore(learned, env, tmp_path
         known = {p["id"] for p in cat.find_problems(limit=1000)}
     assert not {r["id"] for r in records} & known  # held out: never a problem the catalog learned
     assert galahad(data, "rescore", str(manifest), env=env).returncode == 0
+
+
+def _attempts(data: Path) -> dict:
+    with _catalog(data) as cat:
+        return {(p["id"], a["sampling"]["sample"]): (a["output_text"], a["sampling"]["group"])
+                for p in cat.find_problems(limit=1000) for a in cat.attempts_for(p["id"])}
+
+
+def test_batches_are_formed_by_the_queue_not_by_timing(learned, env, tmp_path):
+    # Problems are claimed in groups and a group's unfinished problems go on together, so which samples share
+    # a batch (and so every draw) does not depend on how many generators run or when their calls return.
+    data, summary = learned
+    proc = galahad(tmp_path, *RUN, "--limit", "8", "--generators", "2", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    other = json.loads(proc.stdout.strip().splitlines()[-1])
+    mine, theirs = _attempts(data), _attempts(tmp_path)
+    assert mine == theirs and len(mine) == summary["attempted"] == other["attempted"]
+    assert other["verified"] == summary["verified"] and other["tokens_spent"] == summary["tokens_spent"]
+    with _catalog(data) as cat:
+        sizes = {a["sampling"]["group_size"] for p in cat.find_problems(limit=1000) for a in cat.attempts_for(p["id"])}
+    assert max(sizes) > 1  # several problems did share calls
