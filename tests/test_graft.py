@@ -138,9 +138,11 @@ def test_exactness_on_the_default_model(tmp_path, model_cache, capsys):
     # Same cases, same model, same runtime: the very same logits bytes as the committed 50-sample run.
     # (Only where the runtime fingerprint matches: another CPU ISA is another runtime, by design.)
     if committed["runtime_fingerprint"] != report["runtime_fingerprint"]:
+        theirs, mine = committed.get("runtime_facts", {}), report["runtime_facts"]
+        fields = sorted(k for k in {*theirs, *mine} if theirs.get(k) != mine.get(k))
         pytest.skip(f"runtime fingerprint {report['runtime_fingerprint'][:16]} differs from the committed report's "
-                    f"{committed['runtime_fingerprint'][:16]} (another CPU ISA or build): its logits hashes are "
-                    "not this runtime's, so the byte comparison cannot run here")
+                    f"{committed['runtime_fingerprint'][:16]} (differing: {', '.join(fields)}): its logits hashes "
+                    "are not this runtime's, so the byte comparison cannot run here")
     assert [c["graft_logits_sha256"] for c in report["cases"]] == [
         c["graft_logits_sha256"] for c in committed["cases"][:10]]
 

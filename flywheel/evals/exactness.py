@@ -27,6 +27,7 @@ from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.memory import recall
 from galahad.workers.engine import Engine
 from galahad.workers.graft import deposit_span, restore
+from galahad.workers.runtime import runtime_facts
 
 SHIFTS = (1, 16, 256, 4096, 30000)
 
@@ -139,6 +140,7 @@ def summarize(rows: list[dict], engine: Engine, tbt_checked: bool) -> dict:
         "model": engine.loaded.name,
         "model_fingerprint": engine.model_fingerprint,
         "runtime_fingerprint": engine.runtime_fingerprint,
+        "runtime_facts": runtime_facts(engine.runtime),  # what the fingerprint hashes: a mismatch names its fields
         "mode": engine.runtime.kernel_mode,
         "samples": len(rows),
         "sha256_equal": sum(r["sha256_equal"] for r in rows),
