@@ -26,10 +26,6 @@ from transformers import DynamicCache
 from galahad.workers.engine import Engine
 
 
-def _layers(cache: DynamicCache):
-    return cache.layers
-
-
 def _stored(layer, slots: int) -> int:
     """How many of `slots` logical slots a layer keeps: all, or a sliding layer's last `window - 1`."""
     window = getattr(layer, "sliding_window", None)
@@ -45,7 +41,7 @@ def _left_pad(cache: DynamicCache, slots: int, target: int) -> None:
     """Pad every layer on the left so the cache holds `target` logical slots, its real ones last."""
     if target == slots:
         return
-    for layer in _layers(cache):
+    for layer in cache.layers:
         pad = _stored(layer, target) - layer.keys.shape[-2]
         if pad:
             layer.keys = F.pad(layer.keys, (0, 0, pad, 0))
@@ -55,7 +51,7 @@ def _left_pad(cache: DynamicCache, slots: int, target: int) -> None:
 
 def _trim(cache: DynamicCache, slots: int, n: int) -> None:
     """Drop the first `n` logical slots (padding in every row) from every layer that still holds them."""
-    for layer in _layers(cache):
+    for layer in cache.layers:
         held_from = slots - layer.keys.shape[-2]  # the first logical slot this layer still holds
         drop = max(0, n - held_from)
         if drop:
@@ -101,7 +97,7 @@ class DecodeBatch:
         target = max(self.slots, slots)
         _left_pad(self.cache, self.slots, target)
         _left_pad(new, slots, target)
-        for mine, theirs in zip(_layers(self.cache), _layers(new), strict=True):
+        for mine, theirs in zip(self.cache.layers, new.layers, strict=True):
             mine.keys = torch.cat([mine.keys, theirs.keys], dim=0)
             mine.values = torch.cat([mine.values, theirs.values], dim=0)
         self.mask = torch.cat([F.pad(self.mask, (target - self.slots, 0), value=False),

@@ -27,6 +27,7 @@ from transformers import DynamicCache
 
 from galahad.workers.batch import DecodeBatch
 from galahad.workers.engine import Engine, draw_rows, ends
+from galahad.workers.sampling import SamplingConfig
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,8 @@ class Sampler(ABC):
                     stop: tuple[str, ...], max_rows: int) -> list[list[Sample]]: ...
 
     def sample(self, engine: Engine, cache: DynamicCache, logits: torch.Tensor, pos: int, seeds: list[int],
-               max_tokens: int, temperature: float, stop: tuple[str, ...], max_rows: int = 64) -> list[Sample]:
+               max_tokens: int, temperature: float, stop: tuple[str, ...],
+               max_rows: int = SamplingConfig.batch_rows) -> list[Sample]:
         """One prompt's samples."""
         return self.sample_many(engine, [Prompt(cache, logits, pos, seeds)], max_tokens, temperature, stop,
                                 max_rows)[0]
