@@ -65,15 +65,16 @@ def main() -> int:
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--round-size", type=int, default=None, help="samples per generator call (default: k)")
     ap.add_argument("--problems-per-call", type=int, default=None,
-                    help="problems per generator call, one batch (default: LoopConfig.problems_per_call)")
+                    help="problems per generator call, one batch (default: the loop's, batch rows // round size)")
     ap.add_argument("--generators", type=int, default=1)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     args.round_size = args.round_size or args.k
     if args.problems_per_call is None:
-        from galahad.flywheel.learn.loop import LoopConfig
+        from galahad.flywheel.learn.loop import LoopConfig, problems_per_call
+        from galahad.workers.sampling import SamplingConfig
 
-        args.problems_per_call = LoopConfig.problems_per_call
+        args.problems_per_call = problems_per_call(LoopConfig(round_size=args.round_size, sampling=SamplingConfig()))
     env = {**os.environ}
     env.setdefault("GALAHAD_MODEL_CACHE", str(Path("~/.cache/galahad-models").expanduser()))
     before = uptime()

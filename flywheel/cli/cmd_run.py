@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="samples per problem per round (default: LoopConfig.round_size)")
     p.add_argument("--problems-per-call", type=count(), default=None,
                    help="problems sampled together in one generator call, one batch "
-                        "(default: LoopConfig.problems_per_call)")
+                        "(default: as many as fill --batch-rows with one round each)")
     p.add_argument("--batch-rows", type=count(), default=sampling.batch_rows,
                    help=f"the batched sampler's most live rows (default {sampling.batch_rows})")
     p.add_argument("--generators", type=count(), default=workers.generators, help="generator actors")
@@ -212,7 +212,7 @@ def _run(args, paths, catalog, store, items, embedded) -> int:
     sampling = SamplingConfig(k=args.k, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
                               sampler=args.sampler, batch_rows=args.batch_rows)
     config = LoopConfig(limit=args.limit, sampling=sampling, round_size=args.round_size or LoopConfig.round_size,
-                        problems_per_call=args.problems_per_call or LoopConfig.problems_per_call)
+                        problems_per_call=args.problems_per_call)
     # Build the model snapshot once, here, before any actor starts: actors that each built it at once
     # read each other's half-written files on a fresh machine (the build is also locked across processes).
     from galahad.workers.model_loader import ensure_snapshot

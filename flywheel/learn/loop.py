@@ -30,11 +30,20 @@ from galahad.workers.sampling import AttemptResult, SamplingConfig
 @dataclass(frozen=True)
 class LoopConfig:
     round_size: int = 4
-    problems_per_call: int = 4  # problems claimed together and sampled in one generator call (one batch)
+    # Problems claimed together and sampled in one generator call (one batch). None: as many as fill the
+    # batched sampler's rows with one round each (batch_rows // round_size: 32 // 4 = 8).
+    problems_per_call: int | None = None
     in_flight_per_generator: int = 2
     lease_seconds: float = 900.0
     limit: int | None = None
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
+
+
+def problems_per_call(config: LoopConfig) -> int:
+    """The loop's group size: `problems_per_call`, or by default as many problems as fill the batch."""
+    if config.problems_per_call is not None:
+        return config.problems_per_call
+    return max(1, config.sampling.batch_rows // config.round_size)
 
 
 @dataclass
@@ -107,6 +116,7 @@ class Flywheel:
         spent: dict[str, int] = {}
         turn = 0
         capacity = cfg.in_flight_per_generator * len(self.generators)
+        group = problems_per_call(cfg)
         last_renew = time.monotonic()
 
         def submit(group: list[tuple[dict, int]]) -> None:
@@ -124,8 +134,7 @@ class Flywheel:
             if cfg.limit is not None:
                 room = min(room, cfg.limit - self.tally.problems)
             while room > 0:
-                want = cfg.problems_per_call if cfg.limit is None else min(
-                    cfg.problems_per_call, cfg.limit - self.tally.problems)
+                want = group if cfg.limit is None else min(group, cfg.limit - self.tally.problems)
                 claimed = self.catalog.claim(want, self.worker_id, cfg.lease_seconds) if want > 0 else []
                 if not claimed:
                     break
@@ -213,5 +222,5 @@ def summary(tally: Tally, config: LoopConfig) -> dict:
     out = asdict(tally)
     hours = tally.seconds / 3600 if tally.seconds else 0
     out["verified_per_hour"] = tally.verified / hours if hours else 0.0
-    out["config"] = {**asdict(config)}
+    out["config"] = {**asdict(config), "problems_per_call": problems_per_call(config)}
     return out
