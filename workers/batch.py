@@ -26,6 +26,29 @@ from transformers import DynamicCache
 from galahad.workers.engine import Engine
 
 
+def _with_rows(cache: DynamicCache, pick) -> DynamicCache:
+    """A new cache whose layers hold `pick(tensor)` (a new tensor) of each of `cache`'s keys and values,
+    everything else as in `cache`, which is not touched: the rows wanted are copied once, instead of a
+    deep copy of every row followed by another copy to reshape it."""
+    out = copy.copy(cache)
+    out.layers = []
+    for layer in cache.layers:
+        new = copy.copy(layer)
+        new.keys, new.values = pick(layer.keys), pick(layer.values)
+        out.layers.append(new)
+    return out
+
+
+def repeat_rows(cache: DynamicCache, rows: int) -> DynamicCache:
+    """Each of `cache`'s rows `rows` times, as `DynamicCache.batch_repeat_interleave` would make them."""
+    return _with_rows(cache, lambda t: t.repeat_interleave(rows, dim=0))
+
+
+def select_row(cache: DynamicCache, row: int) -> DynamicCache:
+    """`cache`'s row `row` alone, as `DynamicCache.batch_select_indices([row])` would leave it."""
+    return _with_rows(cache, lambda t: t[row : row + 1].clone())
+
+
 def _stored(layer, slots: int) -> int:
     """How many of `slots` logical slots a layer keeps: all, or a sliding layer's last `window - 1`."""
     window = getattr(layer, "sliding_window", None)
@@ -82,8 +105,7 @@ class DecodeBatch:
         """`rows` copies of a prompt's one-row cache join the batch as its last rows; `pos` is the prompt's
         next position, `mask` its real slots [slots] when the cache holds padding (None: every slot real).
         The cache itself is not touched."""
-        new = copy.deepcopy(cache)
-        new.batch_repeat_interleave(rows)
+        new = repeat_rows(cache, rows)
         slots = cache.get_seq_length()
         if mask is None:
             mask = torch.ones(rows, slots, dtype=torch.bool, device=self.engine.device)

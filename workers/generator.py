@@ -16,9 +16,8 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-import torch
-
 from galahad.flywheel.problems import prompts
+from galahad.workers.batch import repeat_rows, select_row
 from galahad.workers.engine import Engine
 from galahad.workers.model_loader import load_model
 from galahad.workers.runtime import RuntimeConfig
@@ -37,17 +36,21 @@ class Generator:
     def model_fingerprint(self) -> str:
         return self.engine.model_fingerprint
 
-    def _shots_cache(self, ids: list[int]):
-        """(cache, positions it holds): a copy of the few-shot examples' cache, prefilled once per process and
-        shared by every problem's prompt (they all start with the same examples), when the prompt's tokens
-        really start with the examples' tokens; otherwise an empty cache. Always the same schedule (examples,
-        then the question), so a seed samples the same text in any process."""
+    def _examples(self):
+        """(tokens, cache) of the few-shot examples every prompt starts with, prefilled once per process.
+        The cache is shared: callers copy it."""
         if self._shots is None:
             shots = self.engine.encode("".join(prompts.solution_segment(q, a) for q, a in prompts.BASE_SHOTS))
             cache = self.engine.new_cache()
             self.engine.prefill(cache, shots, 0, last_only=True)
             self._shots = (shots, cache)
-        shots, cache = self._shots
+        return self._shots
+
+    def _shots_cache(self, ids: list[int]):
+        """(cache, positions it holds): a copy of the few-shot examples' cache when the prompt's tokens
+        really start with the examples' tokens; otherwise an empty cache. Always the same schedule (examples,
+        then the question), so a seed samples the same text in any process."""
+        shots, cache = self._examples()
         if len(ids) > len(shots) and ids[: len(shots)] == shots:
             return copy.deepcopy(cache), len(shots)
         return self.engine.new_cache(), 0
@@ -66,22 +69,21 @@ class Generator:
         contiguous (the batch-invariant attention), a prompt that does not start with the examples, a question longer than one prefill chunk, or a row whose span (examples + longest
         question + `max_tokens`) would not fit in the sliding window (its padding would push early
         example tokens out of the window)."""
+        if self.engine.kernels.contiguous_keys_only:
+            return None
+        shots, examples = self._examples()
+        done = len(shots)
         ids = [self.engine.encode(prompts.few_shot_prompt(p["text"])) for p in problems]
-        shots_cache, done = self._shots_cache(ids[0])
+        if any(len(i) <= done or i[:done] != shots for i in ids):
+            return None
         tails = [i[done:] for i in ids]
         width = max(len(t) for t in tails)
         windows = [int(k.split(":")[1]) for k in self.engine.loaded.layer_kinds if k.startswith("sliding:")]
-        if (self.engine.kernels.contiguous_keys_only or done == 0 or any(i[:done] != ids[0][:done] or len(i) <= done for i in ids)
-                or width > self.engine.runtime.prefill_chunk or (windows and done + width + max_tokens >= min(windows))):
+        if width > self.engine.runtime.prefill_chunk or (windows and done + width + max_tokens >= min(windows)):
             return None
-        shots_cache.batch_repeat_interleave(len(problems))
-        logits, mask = self.engine.prefill_rows(shots_cache, tails, done)
-        out = []
-        for r, i in enumerate(ids):
-            row = copy.deepcopy(shots_cache) if r < len(ids) - 1 else shots_cache
-            row.batch_select_indices(torch.tensor([r], device=self.engine.device))
-            out.append((row, logits[r], len(i), mask[r]))
-        return out
+        shared = repeat_rows(examples, len(problems))
+        logits, mask = self.engine.prefill_rows(shared, tails, done)
+        return [(select_row(shared, r), logits[r], len(i), mask[r]) for r, i in enumerate(ids)]
 
     def attempt(self, problem: dict, cfg: SamplingConfig, first: int = 0, count: int | None = None) -> list[AttemptResult]:
         """Samples `first .. first+count-1` of the problem's k: the loop asks in rounds and stops early."""
@@ -98,18 +100,16 @@ class Generator:
         sampler = get_sampler(cfg.sampler)
         seeds = [[sample_seed(cfg.seed, problem["id"], i) for i in range(first, first + count)]
                  for problem, first, count in requests]
-        batch: list[Prompt] = []
-        prefill_shares = []
-        together = None
+        together, tried = None, None
         if sampler.padded_prompts and len(requests) > 1:
-            with Stopwatch(self.meter) as prefill:
+            with Stopwatch(self.meter) as attempt:
                 together = self.prompts_together([p for p, _, _ in requests], cfg.max_tokens)
-            if together is not None:  # one forward for all: its cost is shared evenly
-                share = prefill.result.split(len(requests))
-                batch = [Prompt(c, lg, pos, s, mask) for (c, lg, pos, mask), s in zip(together, seeds, strict=True)]
-                prefill_shares = [share] * len(requests)
-        if together is None:
-            tried = prefill.result if sampler.padded_prompts and len(requests) > 1 else None
+            tried = attempt.result
+        if together is not None and tried is not None:  # one forward for all: its cost is shared evenly
+            batch = [Prompt(c, lg, pos, s, mask) for (c, lg, pos, mask), s in zip(together, seeds, strict=True)]
+            prefill_shares = [tried.split(len(requests))] * len(requests)
+        else:
+            batch, prefill_shares = [], []
             for (problem, _, _), s in zip(requests, seeds, strict=True):
                 with Stopwatch(self.meter) as prefill:
                     base, logits, pos = self.prompt(problem)
@@ -123,20 +123,16 @@ class Generator:
         group = call_group(requests)
         # The call's decode time is split evenly over its samples and each problem's prefill is charged to its
         # first, so the attempts' totals are the call's cost under either sampler.
-        m, total = sw.result, max(1, sum(count for _, _, count in requests))
+        decode = sw.result.split(max(1, sum(count for _, _, count in requests)))
         results = []
         for (problem, first, _), prompt, share, samples in zip(requests, batch, prefill_shares, outs, strict=True):
             mine = []
             for j, (seed, out) in enumerate(zip(prompt.seeds, samples, strict=True)):
-                i, lead = first + j, j == 0
-                energy = None if m.energy_joules is None else m.energy_joules / total + (
-                    (share.energy_joules or 0.0) if lead else 0.0)
+                i, cost = first + j, decode.plus(share) if j == 0 else decode
                 mine.append(AttemptResult(
                     problem_id=problem["id"], sample=i, seed=seed, output_text=out.text,
-                    answer=prompts.answer_from_output(out.text),
-                    tokens=len(out.token_ids), seconds=m.seconds / total + (share.seconds if lead else 0.0),
-                    cpu_seconds=m.cpu_seconds / total + (share.cpu_seconds if lead else 0.0),
-                    energy_joules=energy,
+                    answer=prompts.answer_from_output(out.text), tokens=len(out.token_ids),
+                    seconds=cost.seconds, cpu_seconds=cost.cpu_seconds, energy_joules=cost.energy_joules,
                     sampling={**asdict(cfg), "sample": i, "sample_seed": seed, "prompt": "few-shot-v1",
                               "group": group, "group_size": len(requests)},
                 ))

@@ -116,7 +116,7 @@ class Flywheel:
         spent: dict[str, int] = {}
         turn = 0
         capacity = cfg.in_flight_per_generator * len(self.generators)
-        group = problems_per_call(cfg)
+        group_size = problems_per_call(cfg)
         last_renew = time.monotonic()
 
         def submit(group: list[tuple[dict, int]]) -> None:
@@ -130,11 +130,9 @@ class Flywheel:
             in_flight[gen.attempt_many.remote(requests, cfg.sampling)] = requests
 
         while True:
-            room = capacity - len(in_flight)
-            if cfg.limit is not None:
-                room = min(room, cfg.limit - self.tally.problems)
+            room = capacity - len(in_flight)  # generator calls
             while room > 0:
-                want = group if cfg.limit is None else min(group, cfg.limit - self.tally.problems)
+                want = group_size if cfg.limit is None else min(group_size, cfg.limit - self.tally.problems)
                 claimed = self.catalog.claim(want, self.worker_id, cfg.lease_seconds) if want > 0 else []
                 if not claimed:
                     break
