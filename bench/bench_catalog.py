@@ -98,11 +98,11 @@ def deposits(url: str, root: Path, n: int, label: str) -> dict[str, float]:
         store = LocalStore(root / "store")
         t = time.perf_counter()
         for b in blobs[:n]:
-            cat.deposit(store, b)
+            cat.deposit(store, store.put(b))
         out[f"deposit, 1 per commit, store {label}"] = n / (time.perf_counter() - t)
         t = time.perf_counter()
         for lo in range(n, 2 * n, 100):
-            cat.deposit_many(store, blobs[lo : lo + 100])
+            cat.deposit_many(store, store.put_many(blobs[lo : lo + 100]))
         out[f"deposit_many, 100 per commit, store {label}"] = n / (time.perf_counter() - t)
         assert cat.stats()["artifacts"] == 2 * n
     return out

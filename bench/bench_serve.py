@@ -116,9 +116,9 @@ def main() -> int:
     seeded = time.perf_counter() - t0
     print(f"seeded {len(hits)} verified solutions in {seeded:.0f} s", file=sys.stderr)
 
+    from galahad.flywheel.app.storage import engine_for
     from galahad.flywheel.artifacts.store import LocalStore
     from galahad.flywheel.catalog import Catalog
-    from galahad.flywheel.cli.session import engine_for
     from galahad.flywheel.config import Paths
     from galahad.flywheel.memory.solver import Solver
 

@@ -1,24 +1,37 @@
-"""Galahad's top-level defaults (model, data dir, env names), the data-dir layout, and the run's configs.
+"""Galahad's one configuration: every flywheel-side default, composed into one frozen `GalahadConfig`.
 
-Each concern's defaults live in one frozen dataclass: `SeedConfig` and `WorkerConfig` here,
-`SamplingConfig` (workers/sampling.py), `LoopConfig` (learn/loop.py), `RetrievalPolicy` (memory/policy.py),
-`RecurrenceConfig` and `TransferConfig` (evals/). The CLI reads its defaults from them.
+This module is the only home of the product's defaults: the model and data dir, the env names, the token
+budgets and input limits, what `run` seeds, the workers, the learning loop, retrieval and recall, the
+service, `catalog gc` and the evals. `DEFAULTS = GalahadConfig()` is what the CLI's flags
+(`cli/flags.py`), the service and the evals read; every other module imports its config class from here.
+
+Two configs stay with their own layer, because that layer never imports `flywheel`: the engine's
+(`workers/sampling.py` SamplingConfig, `workers/runtime.py` RuntimeConfig) and the verifier's
+(`verifier/verifier.py` VerifierConfig, `verifier/guard.py` Limits). `GalahadConfig` composes the engine's
+`SamplingConfig` as the loop's sampling, and takes the base model's token budget from it.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from galahad.flywheel.problems.families import DEFAULT_FAMILIES
+from galahad.workers.sampling import SamplingConfig
+
+# -- names: model, data dir, env -----------------------------------------------------------------------
 
 DEFAULT_MODEL = "gemma3-270m"
+MODEL_HELP = f"tiny | {DEFAULT_MODEL} | a local model folder (default {DEFAULT_MODEL})"
 DEFAULT_DATA = "~/.galahad"
 DATA_ENV = "GALAHAD_HOME"
 # The converted model snapshot is ~1 GB and data-independent: one cache shared by every data dir.
 MODEL_CACHE_ENV = "GALAHAD_MODEL_CACHE"
 CATALOG_ENV = "GALAHAD_CATALOG"
+TOKEN_ENV = "GALAHAD_API_TOKEN"  # the service's bearer token (`service/security.py`)
+
+# What `galahad run` seeds and `galahad eval transfer` evaluates by default: the one list.
+DEFAULT_FAMILIES: tuple[str, ...] = ("add1", "sub1", "mul1", "add2x1", "lin1")
 
 
 def model_cache() -> Path:
@@ -69,6 +82,23 @@ class Paths:
         return self
 
 
+# -- budgets and limits shared by several configs --------------------------------------------------------
+
+@dataclass(frozen=True)
+class Budgets:
+    """Token budgets and input-size limits that more than one config (or module) uses."""
+
+    answer_tokens: int = 8  # a greedy answer decoded after a graft (solve's memory paths, the evals' grafts)
+    # The base model's answer gets what one learning attempt gets: the engine's sampling budget.
+    base_tokens: int = SamplingConfig.max_tokens
+    max_text_chars: int = 20_000  # one problem-file field, one problem text posted to the service
+
+
+BUDGETS = Budgets()
+
+
+# -- the learning job --------------------------------------------------------------------------------------
+
 @dataclass(frozen=True)
 class SeedConfig:
     """What `galahad run` puts in the work queue when no problem file is given."""
@@ -87,8 +117,133 @@ class WorkerConfig:
 
 
 @dataclass(frozen=True)
+class LoopConfig:
+    """The verify-then-cache loop (`learn/loop.py`): rounds, batching, leases, and the engine's sampling."""
+
+    round_size: int = 4
+    # Problems claimed together and sampled in one generator call (one batch). None: as many as fill the
+    # batched sampler's rows with one round each (batch_rows // round_size: 32 // 4 = 8).
+    problems_per_call: int | None = None
+    in_flight_per_generator: int = 2
+    lease_seconds: float = 900.0
+    limit: int | None = None
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+
+
+# -- memory: retrieval and recall ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RetrievalPolicy:
+    """How the transfer path picks memory: the first `max_solutions` of the newest chain of a library."""
+
+    max_solutions: int = 8
+    scope: str = "template"  # or "topic"
+
+    def libraries(self, template: str | None, topic: str | None) -> list[str]:
+        names = []
+        if self.scope == "template" and template:
+            names.append(f"template:{template}")
+        if topic:
+            names.append(f"topic:{topic}")
+        return names
+
+
+@dataclass(frozen=True)
+class RecallPolicy:
+    """How a new problem finds a verified one posed in other words: by canonical key, else by text
+    similarity (at least `similar_min`) among problems with the same numbers in the same order; and how
+    many solutions the `nearest` memory of `eval transfer` composes."""
+
+    similar_min: float = 0.75
+    nearest_k: int = 4
+
+
+# -- the service and the catalog's gc ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """`galahad serve`: bind address, replicas, size limits, learner polling."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    replicas: int = 1
+    max_body_bytes: int = 1_000_000  # one request body (a problem list included)
+    max_problem_chars: int = BUDGETS.max_text_chars  # one problem text (the problem-file limit)
+    max_problems: int = 1_000  # problems in one POST /v1/problems
+    max_find: int = 100  # rows from /v1/catalog/find
+    learner_poll_seconds: float = 1.0  # how often an idle learner looks for newly queued problems
+    max_ongoing_requests: int = 64  # per replica; the engine itself answers one request at a time
+    # Prompt tokens one request may make the engine prefill (413 above it, before any forward): a few-shot
+    # prompt is ~100 tokens; 1,024 is a few seconds of this 2-core CPU's engine time.
+    max_prompt_tokens: int = 1_024
+
+
+@dataclass(frozen=True)
 class GcConfig:
     """`catalog gc`: how old an orphan must be, and the most of the store one gc may delete unforced."""
 
     grace_seconds: float = 3600.0
     max_fraction: float = 0.5  # deleting more than this fraction of the store's blobs needs --force
+
+
+# -- the evals ----------------------------------------------------------------------------------------------
+
+TRANSFER_SEED = 2000  # `eval transfer`'s own seed (built-in families and --problems FILE alike)
+
+
+@dataclass(frozen=True)
+class RecurrenceConfig:
+    """`eval recurrence`: the base model's budget (k samples of at most max_tokens) and the graft's."""
+
+    k: int = 4
+    max_tokens: int = BUDGETS.base_tokens
+    temperature: float = 1.0
+    seed: int = 1000
+    graft_max_tokens: int = BUDGETS.answer_tokens
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class TransferConfig:
+    """`eval transfer` on the built-in families' held-out problems: one library condition per max_solutions."""
+
+    families: tuple[str, ...] = DEFAULT_FAMILIES
+    per_split: int = 10
+    seed: int = TRANSFER_SEED
+    max_solutions: tuple[int, ...] = (1, RetrievalPolicy.max_solutions)  # one solution, and what `solve` grafts
+    max_tokens: int = BUDGETS.answer_tokens
+
+
+@dataclass(frozen=True)
+class FileTransferConfig:
+    """`eval transfer --problems FILE`: memory sizes and the conditions run (every one by default)."""
+
+    k: int = 4  # solutions in the random and nearest memories
+    seed: int = TRANSFER_SEED
+    max_tokens: int = BUDGETS.answer_tokens
+    # Every condition, in report order; `text` needs `nearest` (it is compared with it).
+    conditions: tuple[str, ...] = ("base", "empty", "random", "nearest", "text", "system")
+
+
+# -- the one configuration --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GalahadConfig:
+    """Every flywheel-side default in one frozen value (`DEFAULTS`); each concern is one field."""
+
+    model: str = DEFAULT_MODEL
+    data: str = DEFAULT_DATA  # the data dir unless --data or $GALAHAD_HOME (`Paths.resolve`)
+    budgets: Budgets = field(default_factory=Budgets)
+    seeds: SeedConfig = field(default_factory=SeedConfig)
+    workers: WorkerConfig = field(default_factory=WorkerConfig)
+    loop: LoopConfig = field(default_factory=LoopConfig)
+    retrieval: RetrievalPolicy = field(default_factory=RetrievalPolicy)
+    recall: RecallPolicy = field(default_factory=RecallPolicy)
+    service: ServiceConfig = field(default_factory=ServiceConfig)
+    gc: GcConfig = field(default_factory=GcConfig)
+    recurrence: RecurrenceConfig = field(default_factory=RecurrenceConfig)
+    transfer: TransferConfig = field(default_factory=TransferConfig)
+    file_transfer: FileTransferConfig = field(default_factory=FileTransferConfig)
+
+
+DEFAULTS = GalahadConfig()

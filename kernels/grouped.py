@@ -7,6 +7,11 @@ third of the layers' time (measured in place: the layers took 260 ms, 202 ms wit
 query heads of one KV head are stacked as rows instead ([batch, kv_heads, group * q, head_dim]), so each
 matmul reads the cache once; the mask, scaling, optional soft-capping and the fp32 softmax are eager's.
 
+What it promises: determinism per input, the same bits for the same inputs run after run and in a fresh
+process (`tests/test_kernels.py`), which is what sampling per seed needs. Not eager's bits: its matmuls
+have other shapes than eager's, so whether BLAS rounds them alike depends on the CPU (alike on Intel
+family 6; not on AMD family 26, nor in padded decode steps on AMD family 25, where they differ by ~4e-7).
+
 What runs it: the generators (`GeneratorRuntime` in workers/runtime.py). Sampled text is verified text
 whatever computed it, so deposits, grafts and the exactness proof keep the pinned `eager` runtime.
 """

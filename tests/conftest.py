@@ -3,6 +3,10 @@
 Catalog fixtures: `catalog_url` runs a test once on SQLite (a fresh file) and once on the real PostgreSQL
 server (a fresh, uniquely named database, dropped afterwards). PostgreSQL being unreachable fails the test;
 it is never skipped (`.ci/run` starts the server). `make_catalog_url(backend)` makes more fresh databases.
+
+Skips never hide in CI: `require(condition, reason)` (a fixture) skips where a test's precondition is
+missing locally (not root, no network namespaces) but fails under `CI=true`, where CI runs as root with
+netns. Any other skip under CI fails as well, except an opt-in long test, whose reason starts "opt-in:".
 """
 
 import sys
@@ -20,6 +24,38 @@ from collections.abc import Callable, Iterator  # noqa: E402
 import pytest  # noqa: E402
 from sqlalchemy import create_engine  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
+
+# --- skips that CI must not hide ---
+IN_CI = os.environ.get("CI", "").strip().lower() == "true"
+OPT_IN = "opt-in:"  # the one kind of skip allowed in CI: a long test run only when asked for (its reason says how)
+
+
+def _require(condition: object, reason: str) -> None:
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"{reason} (under CI=true this is a failure, not a skip: CI runs as root with network "
+                    "namespaces)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def require() -> Callable[[object, str], None]:
+    """`require(condition, reason)`: skip locally when the condition does not hold; fail under CI=true."""
+    return _require
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under CI=true a skip that is not an opt-in is a failure: a skip must never hide a test there."""
+    outcome = yield
+    report = outcome.get_result()
+    if IN_CI and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        if OPT_IN not in reason:
+            report.outcome = "failed"
+            report.longrepr = f"skipped under CI=true, where nothing may skip but an opt-in test: {reason}"
+
 
 # --- model fixtures (lead) ---
 MODEL_CACHE_DEFAULT = "~/.cache/galahad-models"
@@ -81,11 +117,11 @@ def backend(catalog_url: str) -> str:
 # --- netns Ray cluster (two real nodes in network namespaces; see netns_cluster) ---
 @pytest.fixture(scope="session")
 def netns_ray_cluster():
-    """A started 2-node Ray cluster (head 10.213.7.1, worker 10.213.7.2); skips where netns is unusable."""
+    """A started 2-node Ray cluster (head 10.213.7.1, worker 10.213.7.2); skips where netns is unusable
+    (fails under CI=true)."""
     from netns_cluster import NetnsRayCluster, available
 
     ok, why = available()
-    if not ok:
-        pytest.skip(f"netns Ray cluster unavailable: {why}")
+    _require(ok, f"netns Ray cluster unavailable: {why}")
     with NetnsRayCluster() as cluster:
         yield cluster

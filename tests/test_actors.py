@@ -2,10 +2,12 @@
 
 import os
 import signal
-import time
+import threading
+from pathlib import Path
 
 import pytest
 import ray
+from deadlines import wait_for
 
 from galahad.flywheel.catalog import problem_hash
 from galahad.workers.actors import placement, start_generator
@@ -58,16 +60,36 @@ def test_generator_actor_matches_the_plain_class(local_ray, model_cache):
     ray.kill(actor)
 
 
-def test_a_killed_generator_is_restarted_and_its_task_retried(local_ray, model_cache):
+def _hold_the_next_call(marker: str):
+    """Run inside the actor: its next `attempt` announces itself in `marker`, then waits to be killed. Only
+    this process is changed: the restarted actor reruns `__init__` and answers the retried task normally."""
+
+    def arm(self) -> None:
+        def held(*args, **kwargs):
+            Path(marker).write_text(str(os.getpid()))
+            threading.Event().wait()  # forever: the test kills this process while the task is in flight
+
+        self.attempt_many = held  # `Generator.attempt` calls `self.attempt_many`
+
+    return arm
+
+
+@pytest.mark.slow  # kill -9 of an actor, its restart (a model load) and the whole task again
+def test_a_killed_generator_is_restarted_and_its_task_retried(local_ray, model_cache, tmp_path):
     actor = start_generator(0, "tiny", str(model_cache), RT)
     pid = ray.get(actor.__ray_call__.remote(lambda self: os.getpid()))
+    marker = tmp_path / "attempt-started"
+    ray.get(actor.__ray_call__.remote(_hold_the_next_call(str(marker))))
     problem = {"id": problem_hash("What is 5 + 1?"), "text": "What is 5 + 1?"}
-    cfg = SamplingConfig(k=300, max_tokens=12, seed=3, sampler="sequential")  # slow enough to kill mid-task
+    cfg = SamplingConfig(k=30, max_tokens=12, seed=3, sampler="sequential")
     ref = actor.attempt.remote(problem, cfg)
-    time.sleep(1.0)
-    assert not ray.wait([ref], timeout=0)[0], "the task must still be running when its process is killed"
+    wait_for(marker.exists, "the attempt starts in the actor")  # an event, not a guess at how long it takes
+    assert int(marker.read_text()) == pid
+    assert not ray.wait([ref], timeout=0)[0], "held in the task: it cannot have finished"
     os.kill(pid, signal.SIGKILL)
     results = ray.get(ref, timeout=600)
-    assert len(results) == 300 and [r.sample for r in results] == list(range(300))
+    assert len(results) == 30 and [r.sample for r in results] == list(range(30))
+    assert [r.output_text for r in results] == [r.output_text for r in Generator("tiny", model_cache, RT).attempt(
+        problem, cfg)]  # the retried task is the whole task, as the plain class computes it
     assert ray.get(actor.__ray_call__.remote(lambda self: os.getpid())) != pid
     ray.kill(actor)

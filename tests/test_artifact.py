@@ -97,3 +97,46 @@ def test_not_an_artifact_is_refused():
         read_meta(b"\x00" * 4)
     with pytest.raises(GalahadError):
         read_meta(b"\xff" * 64)
+
+
+def test_the_chain_walk_is_bounded_and_refuses_cycles(tmp_path):
+    """The one parent walk (`artifacts/chain.py`): a cycle or a chain past the bound is refused with a clear
+    error, over the store, over any reader (a bundle's blobs) and over the catalog's rows (`lineage`)."""
+    from pathlib import Path
+
+    from sqlalchemy import update
+
+    from galahad.flywheel.artifacts.chain import chain_headers, load_chain, walk
+    from galahad.flywheel.catalog import Catalog
+    from galahad.flywheel.catalog.schema import TABLES
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import test_catalog_workers as W
+
+    parents = {"a": "b", "b": "c", "c": "a"}  # a forged reader: honest bytes cannot form a cycle
+    with pytest.raises(GalahadError, match="refusing a cycle"):
+        walk("a", lambda i: i, parents.get)
+    line = {str(i): str(i - 1) if i else None for i in range(10)}
+    assert walk("9", lambda i: i, line.get) == [str(i) for i in range(10)]  # root first
+    with pytest.raises(GalahadError, match="longer than 5 artifacts"):
+        walk("9", lambda i: i, line.get, max_len=5)
+    assert walk("9", lambda i: None if i == "4" else i, line.get) == ["5", "6", "7", "8", "9"]  # a missing link
+
+    store = LocalStore(tmp_path / "store")
+    chain = W.make_chain(4, seed=40)
+    ids = store.put_many([d for _, d in chain])
+    assert [a.id for a in load_chain(store, ids[-1])] == ids
+    assert [a.id for a in load_chain(store.get, ids[-1])] == ids  # any id -> bytes reader
+    assert [i for i, _meta in chain_headers(store, ids[-1])] == ids
+    for load in (load_chain, chain_headers):
+        with pytest.raises(GalahadError, match="longer than 3 artifacts"):
+            load(store, ids[-1], max_len=3)
+
+    with Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}") as cat:
+        cat.deposit_many(store, ids)
+        assert [p["id"] for p in cat.lineage(ids[-1])["parents"]] == ids[-2::-1]
+        with cat.write() as conn:  # a forged row: the root claims the tail as its parent
+            conn.execute(update(TABLES["artifacts"]).where(TABLES["artifacts"].c.id == ids[0])
+                         .values(parent_id=ids[-1]))
+        with pytest.raises(GalahadError, match="refusing a cycle"):
+            cat.lineage(ids[-1])

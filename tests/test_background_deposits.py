@@ -1,5 +1,6 @@
 """Deposits in the background: a real depositor actor and a real catalog; the caller never waits on a
-prefill, consecutive deposits into one library chain onto each other, and a chain conflict is redone."""
+prefill (neither a library deposit's nor its recall deposit's), consecutive deposits into one library chain
+onto each other, and a chain conflict is redone."""
 
 import os
 
@@ -54,17 +55,22 @@ def setup(local_ray, tmp_path, model_cache):
     catalog, store = Catalog(url), LocalStore(tmp_path / "store")
     actor = start_depositor(0, "tiny", str(model_cache), RT, str(tmp_path / "store"), 4096)
     deposits = LibraryDeposits(catalog, store, remote_prefill(actor))
+    deposits.prefill = _never_waits  # every background request, the recall deposit's too, goes by a ref
     bg = BackgroundDeposits(deposits, lambda seg, tail, extra: actor.deposit.remote(seg, tail, extra), fetch_span)
     yield catalog, store, bg, url, tmp_path
     ray.kill(actor)
     catalog.close()
 
 
+def _never_waits(segment, tail, extra):
+    raise AssertionError("a background deposit waited on a prefill")
+
+
 def _drain(bg, max_in_flight_per_library=1):
     placed = []
     while bg.refs():
-        libs = [bg.in_flight[r].library for r in bg.refs()]
-        assert max(libs.count(x) for x in libs) <= max_in_flight_per_library
+        libs = [req.library for req in bg.in_flight.values()]  # library deposits (recalls extend no chain)
+        assert not libs or max(libs.count(x) for x in libs) <= max_in_flight_per_library
         ready, _ = ray.wait(bg.refs(), num_returns=1, timeout=300)
         assert ready, "a deposit did not return"
         d = bg.done(ready[0])
@@ -91,7 +97,10 @@ def test_deposits_return_at_once_and_chain_per_library(setup):
         assert all(b.start == a.start + a.tokens for a, b in zip(ds, ds[1:], strict=False))  # each after the last
         assert [a.id for a in load_chain(store, chain[-1])] == chain
         assert all(catalog.artifact(a)["verification_id"] for a in chain)
-    assert catalog.unfinished_deposits() == []
+    assert catalog.unfinished_deposits() == [] and catalog.missing_recalls() == []
+    for p in add + mul:  # each recall artifact: the solution alone, a root, blob in the store
+        art = catalog.artifact(catalog.recall(p["id"])["artifact_id"])
+        assert art["parent_id"] is None and store.has(art["id"])
 
 
 def test_a_chain_conflict_in_the_background_is_redone_after_the_new_tail(setup, model_cache):

@@ -16,6 +16,7 @@ from sqlalchemy import Column, Integer, MetaData, inspect, text
 from galahad.flywheel.artifacts.store import LocalStore, sha256_hex
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.catalog.db import alembic_config
+from galahad.flywheel.catalog.fsck import gc
 from galahad.flywheel.catalog.schema import NAMING_CONVENTION, Base
 from galahad.flywheel.errors import GalahadError
 
@@ -142,20 +143,35 @@ def test_deposit_provenance_lineage_and_verified_solution(cat, store):
     assert [[v["verified"] for v in a["verifications"]] for a in p0] == [[False], [True]]
 
 
-def test_same_content_is_one_row_and_bad_deposits_write_nothing(cat, store):
+def test_same_content_is_one_row_and_bad_deposits_record_nothing(cat, store):
     aid, data = W.make_artifact(seed=1)
-    assert cat.deposit(store, data) == aid
-    assert cat.deposit(store, data) == aid
+    assert cat.deposit(store, store.put(data)) == aid  # the depositor puts the blob; the catalog records its row
+    assert cat.deposit(store, aid) == aid
     assert cat.stats()["artifacts"] == 1
     orphan_parent, _ = W.make_artifact(seed=2)
     child_id, child = W.make_artifact(parent=orphan_parent, start=4, seed=3)
     with pytest.raises(GalahadError, match="unknown parent artifact"):
-        cat.deposit(store, child)
+        cat.deposit(store, store.put(child))
+    junk = store.put(b"\x00" * 64)
     with pytest.raises(GalahadError, match="not a Galahad artifact"):
-        cat.deposit(store, b"\x00" * 64)
+        cat.deposit(store, junk)
+    unverified = store.put(W.make_artifact(seed=4)[1])
     with pytest.raises(GalahadError, match="unknown verification"):
-        cat.deposit(store, W.make_artifact(seed=4)[1], verification_id="0" * 32)
-    assert list(store.ids()) == [aid] and cat.stats()["artifacts"] == 1
+        cat.deposit(store, unverified, verification_id="0" * 32)
+    never_put, _ = W.make_artifact(seed=5)
+    with pytest.raises(GalahadError, match="missing"):  # no row may point at nothing
+        cat.deposit(store, never_put)
+    rotten_id, rotten = W.make_artifact(seed=6)
+    store.put(rotten)
+    store.path(rotten_id).write_bytes(rotten[:-1] + bytes([rotten[-1] ^ 1]))
+    with pytest.raises(GalahadError, match="corrupted"):  # the row must be what the stored bytes say
+        cat.deposit(store, rotten_id)
+    assert cat.stats()["artifacts"] == 1
+    # What the refused deposits put is garbage without a row: gc's to collect (it refuses a mass delete
+    # unless forced), never a row.
+    assert sorted(gc(cat, store, grace_seconds=0, force=True)["removed_orphans"]) == sorted(
+        [child_id, junk, unverified, rotten_id])
+    assert list(store.ids()) == [aid]
     with pytest.raises(GalahadError, match="unknown artifact"):
         cat.artifact("a" * 64)
     with pytest.raises(GalahadError, match="not a valid artifact id"):
@@ -173,11 +189,11 @@ def test_library_chains(cat, store):
     assert cat.library_tail("nope") is None and cat.library_chain("nope") == []
     # Appending must extend the tail; the same artifact again is a no-op.
     stray_id, stray = W.make_artifact(seed=300)
-    cat.deposit(store, stray)
+    cat.deposit(store, store.put(stray))
     with pytest.raises(GalahadError, match="does not extend library"):
         cat.append_to_library("arith", stray_id)
     nxt_id, nxt = W.make_artifact(parent=ids["second_chain"][0], start=6, seed=301)
-    cat.deposit(store, nxt)
+    cat.deposit(store, store.put(nxt))
     assert cat.append_to_library("arith", nxt_id) == (1, 1)
     assert cat.append_to_library("arith", nxt_id) == (1, 1)
     assert cat.append_to_library("arith", stray_id, new_chain=True) == (2, 0)
@@ -241,15 +257,19 @@ def test_catalog_from_a_newer_galahad_is_refused(catalog_url):
 def test_deposit_many(cat, store):
     chain = W.make_chain(5, seed=900)
     blobs = [d for _, d in chain]
-    assert cat.deposit_many(store, blobs + blobs[:1], library="bulk") == [a for a, _ in chain] + [chain[0][0]]
+    ids = store.put_many(blobs + blobs[:1])
+    assert cat.deposit_many(store, ids, library="bulk") == [a for a, _ in chain] + [chain[0][0]]
     assert cat.library_chain("bulk") == [a for a, _ in chain] and cat.stats()["artifacts"] == 5
     assert all(sha256_hex(store.get(a)) == a for a, _ in chain)
     orphan_parent, _ = W.make_artifact(seed=901)
     child_id, child = W.make_artifact(parent=orphan_parent, start=4, seed=902)
     loose_id, loose = W.make_artifact(seed=903)
     with pytest.raises(GalahadError, match="unknown parent artifact"):
-        cat.deposit_many(store, [loose, child])
-    assert not store.has(loose_id) and not store.has(child_id) and cat.stats()["artifacts"] == 5
+        cat.deposit_many(store, store.put_many([loose, child]))
+    assert cat.stats()["artifacts"] == 5 and not cat.has_artifact(loose_id)  # no row, not even the loose one's
+    with pytest.raises(GalahadError, match="missing"):
+        cat.deposit_many(store, [W.make_artifact(seed=904)[0]])  # never put
+    assert cat.stats()["artifacts"] == 5
 
 
 def test_model_output_with_nul_bytes_is_stored_on_both_backends(catalog_url):

@@ -92,7 +92,7 @@ def test_library_export_takes_ancestors(catalog_url, make_catalog_url, tmp_path)
     with Catalog(catalog_url) as cat:
         ids = W.populate(cat, store)
         tip_id, tip = W.make_artifact(parent=ids["chain"][-1], start=12, seed=500)
-        cat.deposit(store, tip, library="other")  # a one-entry library whose parent lives elsewhere
+        cat.deposit(store, store.put(tip), library="other")  # a one-entry library whose parent lives elsewhere
         export_bundle(cat, store, tmp_path / "other.galahad", library="other")
         with pytest.raises(GalahadError, match="unknown or empty library"):
             export_bundle(cat, store, tmp_path / "x.galahad", library="missing")
@@ -166,7 +166,7 @@ def test_bundle_that_conflicts_with_the_catalog_is_refused(catalog_url, make_cat
     with Catalog(catalog_url) as dst:
         dst_store = LocalStore(tmp_path / "dst")
         other_id, other = W.make_artifact(seed=777)
-        dst.deposit(dst_store, other, library="arith")  # same library name, different first artifact
+        dst.deposit(dst_store, dst_store.put(other), library="arith")  # same library name, different first artifact
         with pytest.raises(GalahadError, match="conflicts"):
             import_bundle(dst, dst_store, tmp_path / "b.galahad")
         assert list(dst_store.ids()) == [other_id] and dst.stats()["artifacts"] == 1

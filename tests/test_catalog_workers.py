@@ -62,10 +62,10 @@ def populate(cat, store) -> dict:
     chain = make_chain(3, seed=100)
     for j, (aid, data) in enumerate(chain):
         v = ids["verification"] if j == 2 else None
-        assert cat.deposit(store, data, verification_id=v, library="arith") == aid
+        assert cat.deposit(store, store.put(data), verification_id=v, library="arith") == aid
     ids["chain"] = [a for a, _ in chain]
     second, data = make_artifact(start=0, n_tokens=6, seed=200)
-    cat.deposit(store, data, verification_id=ids["verification2"], library="arith", new_chain=True)
+    cat.deposit(store, store.put(data), verification_id=ids["verification2"], library="arith", new_chain=True)
     ids["second_chain"] = [second]
     cat.finish_run(ids["run"], {"verified": 2})
     return ids
@@ -84,7 +84,7 @@ def deposit_worker(url: str, store_root: str, blob_file: str, start, results) ->
         cat = Catalog(url)
         store = LocalStore(store_root)
         start.wait(timeout=300)
-        ids = [cat.deposit(store, b) for b in blobs]
+        ids = [cat.deposit(store, store.put(b)) for b in blobs]
         cat.close()
         results.put((os.getpid(), ids, None))
     except BaseException:
@@ -131,7 +131,7 @@ def crash_trials(url: str, store_root: str, blob_file: str, trials: int, seed: i
                 os.write(w, b"r")
                 i = offset
                 while True:  # until killed; exiting by itself means something failed
-                    cat.deposit(store, blobs[i % len(blobs)])
+                    cat.deposit(store, store.put(blobs[i % len(blobs)]))
                     os.write(w, b"d")
                     i += 1
             finally:

@@ -15,6 +15,8 @@ import pytest
 
 from galahad.flywheel.catalog import Catalog
 
+pytestmark = pytest.mark.slow  # every test runs `galahad run`/`eval` on the real default model (a minute or more)
+
 GALAHAD = [sys.executable, "-m", "galahad.flywheel.cli.main"]
 RUN = ["run", "--families", "add1,lin1", "--per-family", "10", "--k", "8", "--no-progress"]
 

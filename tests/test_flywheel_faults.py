@@ -94,6 +94,7 @@ def test_full_disk_refuses_the_deposit_and_leaves_catalog_consistent(tmp_path, t
     cat.close()
 
 
+@pytest.mark.slow  # a 2-node netns Ray cluster, the default model on both
 def test_two_node_cluster_runs_the_loop(netns_ray_cluster, tmp_path, model_cache):
     cluster = netns_ray_cluster
     data = tmp_path / "cluster-data"
@@ -108,6 +109,7 @@ def test_two_node_cluster_runs_the_loop(netns_ray_cluster, tmp_path, model_cache
         assert cat.stats()["artifacts"] == 2 * summary["deposited"] == 2 * summary["verified"]  # library + recall
 
 
+@pytest.mark.slow  # needs the netns Ray cluster
 def test_unreachable_ray_address(netns_ray_cluster, tmp_path, model_cache):
     # Inside the test namespace, where 10.213.7.99 is an address nobody holds: no traffic leaves it.
     proc = netns_ray_cluster.run([*GALAHAD, "--data", str(tmp_path), "run", "--model", "tiny", "--limit", "1",

@@ -29,7 +29,7 @@ def _foreign_bundle(tmp_path: Path) -> tuple[Path, list[str]]:
         ver = cat.add_verification(att, "v1", True, "ok")
         chain = W.make_chain(2, seed=900)
         for j, (_aid, data) in enumerate(chain):
-            cat.deposit(store, data, verification_id=ver if j == 1 else None, library=LIB)
+            cat.deposit(store, store.put(data), verification_id=ver if j == 1 else None, library=LIB)
         bundle = tmp_path / "foreign.tar"
         export_bundle(cat, store, bundle)
     return bundle, [a for a, _ in chain]

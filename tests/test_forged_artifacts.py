@@ -50,7 +50,7 @@ def _catalog_with(tmp_path, name: str, blobs: list[bytes]) -> tuple[Catalog, Loc
     store = LocalStore(tmp_path / f"{name}-store")
     cat = Catalog(f"sqlite:///{tmp_path / f'{name}.sqlite3'}")
     for data in blobs:
-        cat.deposit(store, data)
+        cat.deposit(store, store.put(data))
     return cat, store
 
 
@@ -87,7 +87,7 @@ def test_graft_checks_the_running_models_layer_layout(engine, tmp_path):
 
 
 def test_verify_rederives_and_refuses_plausible_forged_kv(engine, tmp_path, capsys, monkeypatch, model_cache):
-    from galahad.flywheel.learn.rederive import Rederiver
+    from galahad.flywheel.learn.rebuild_check import RebuildCheck
 
     root = _genuine(engine)
     child_ids = engine.encode("Question: What is 3 + 3?\nAnswer: 6\n", bos=False)
@@ -99,10 +99,10 @@ def test_verify_rederives_and_refuses_plausible_forged_kv(engine, tmp_path, caps
     store = LocalStore(tmp_path / "store")
     with Catalog(f"sqlite:///{tmp_path / 'src.sqlite3'}") as src:
         for data in (_bytes(root), child, forged):
-            src.deposit(store, data)
+            src.deposit(store, store.put(data))
         plain = fsck(src, store)
         assert plain.ok and plain.forged is None  # intact: only --verify can see it
-        checked = fsck(src, store, rederive=Rederiver(engine))
+        checked = fsck(src, store, rederive=RebuildCheck(engine))
         assert checked.forged == [fid] and checked.unverifiable == [] and checked.damaged
         bundle = tmp_path / "b.tar"
         export_bundle(src, store, bundle)
@@ -111,7 +111,7 @@ def test_verify_rederives_and_refuses_plausible_forged_kv(engine, tmp_path, caps
         assert import_bundle(dst, LocalStore(tmp_path / "plain-store"), bundle)["added"]["artifacts"] == 3
     with Catalog(f"sqlite:///{tmp_path / 'verified.sqlite3'}") as dst:
         with pytest.raises(GalahadError, match="re-derived bytes differ"):
-            import_bundle(dst, LocalStore(tmp_path / "v-store"), bundle, rederive=Rederiver(engine))
+            import_bundle(dst, LocalStore(tmp_path / "v-store"), bundle, rederive=RebuildCheck(engine))
         assert dst.stats()["artifacts"] == 0 and not list(LocalStore(tmp_path / "v-store").ids())
     # The same through the CLI flags.
     monkeypatch.setenv("GALAHAD_MODEL_CACHE", str(model_cache))

@@ -20,6 +20,10 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # fuzz: hundreds of inputs per family, each family in a child process
+
 HERE = Path(__file__).resolve().parent
 MAX_RSS_KB = 900_000  # torch alone is ~400 MB here; a 1 GiB member read whole would pass this bound
 

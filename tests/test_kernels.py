@@ -1,7 +1,9 @@
 """Bitwise tests for the invariant kernels: a row computed alone equals the same row in a batch of any
 size; attention output does not depend on the cache length beyond the mask; and, end to end on `tiny`,
-chunked prefill + query == one-pass forward == token-by-token decode under the `invariant` mode.
-Equality is `torch.equal` / SHA-256 of the bytes, never a tolerance. Timing is never asserted."""
+chunked prefill + query == one-pass forward == token-by-token decode under the `invariant` mode; and the
+generators' grouped attention gives the same bits run after run and in a fresh process. Equality is
+`torch.equal` / SHA-256 of the bytes, never a tolerance; the one tolerance, grouped attention against
+eager, is a sanity check named as such, not an exactness claim. Timing is never asserted."""
 
 from galahad.workers.runtime import pin_process_env
 
@@ -331,29 +333,60 @@ def test_gemma_chunked_equals_monolithic_equals_token_by_token(model_cache):
     assert _sha(grafted) == _sha(one_pass) == _sha(steps)
 
 
-def test_grouped_attention_gives_eager_attentions_bits(model_cache):
-    # The generators' attention (kernels/grouped.py) skips eager's KV-head copies; on this build its products
-    # come out bit for bit as eager's: a prefill's every-position logits and a padded decode batch's steps.
+GROUPED_PROMPTS = ("What is 3 + 4?", "Add 27, 45 and 8, then double it. " * 3, "x")
+
+
+def generator_outputs(model_cache, attn: str = "grouped") -> list[torch.Tensor]:
+    """What a generator computes on `tiny` (GeneratorRuntime: one thread, `attn`): each prompt's prefill
+    logits at every position (past the sliding window of 16 too), the prompts' left-padded prefill in one
+    forward, and four steps of a padded decode batch of two rows per prompt. The decode tokens are fixed,
+    not drawn from the logits, so two attentions are compared on the same inputs."""
     import copy
+    from pathlib import Path
 
     from galahad.workers.batch import DecodeBatch
     from galahad.workers.engine import Engine
     from galahad.workers.model_loader import load_model
+    from galahad.workers.runtime import DEFAULT_RUNTIME, GeneratorRuntime
 
-    runs = {}
-    for attn in ("eager", "grouped"):
-        rt = RuntimeConfig(threads=1, attn_implementation=attn)
-        engine = Engine(load_model("tiny", model_cache, rt), rt)
-        assert engine.model.config._attn_implementation == ("galahad_grouped" if attn == "grouped" else "eager")
-        outs, batch = [], DecodeBatch(engine)
-        for text in ("What is 3 + 4?", "Add 27, 45 and 8, then double it. " * 3, "x"):
-            ids = engine.encode(f"Question: {text}\nAnswer:")
-            cache = engine.new_cache()
-            outs.append(engine.prefill(cache, ids, 0))  # every position (sliding window 16 included)
-            batch.admit(copy.deepcopy(cache), 2, len(ids))
-        toks = [int(o[-1].argmax()) for o in outs for _ in range(2)]
-        for _ in range(4):
-            outs.append(batch.step(toks))
-            toks = [int(t) for t in outs[-1].argmax(-1)]
-        runs[attn] = outs
-    assert all(torch.equal(a, b) for a, b in zip(runs["eager"], runs["grouped"], strict=True))
+    rt = GeneratorRuntime(attn_implementation=attn).apply(DEFAULT_RUNTIME)
+    engine = Engine(load_model("tiny", Path(model_cache), rt), rt)
+    assert engine.model.config._attn_implementation == ("galahad_grouped" if attn == "grouped" else attn)
+    outs, batch, prompts = [], DecodeBatch(engine), []
+    for text in GROUPED_PROMPTS:
+        ids = engine.encode(f"Question: {text}\nAnswer:")
+        prompts.append(ids)
+        cache = engine.new_cache()
+        outs.append(engine.prefill(cache, ids, 0))
+        batch.admit(copy.deepcopy(cache), 2, len(ids))
+    outs.append(engine.prefill_rows(engine.new_cache(), prompts, 0)[0])
+    for step in range(4):
+        outs.append(batch.step([10 + (7 * row + 13 * step) % 200 for row in range(len(batch))]))
+    return outs
+
+
+def _generator_hashes(model_cache) -> list[str]:
+    return [_sha(t) for t in generator_outputs(model_cache)]
+
+
+def test_grouped_attention_is_deterministic_in_process_and_in_a_fresh_process(model_cache):
+    # What generators need from their attention (kernels/grouped.py): same inputs, same bits, every time
+    # and in any process (sampled text is then a pure function of the seed). Not eager's bits: those are a
+    # per-CPU accident (equal on Intel family 6, not on AMD family 26), so nothing claims or tests them.
+    first = _generator_hashes(model_cache)
+    assert _generator_hashes(model_cache) == first  # a second engine, same process
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (f"import sys, json; sys.path.insert(0, {here!r}); import test_kernels as K; "
+            f"print(json.dumps(K._generator_hashes({str(model_cache)!r})))")
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert json.loads(child.stdout.strip().splitlines()[-1]) == first  # a fresh process
+
+
+def test_grouped_attention_is_close_to_eager_sanity_check_not_an_exactness_claim(model_cache):
+    # A tolerance, on purpose: this only says the kernel computes attention (a wrong mask, scale or head
+    # grouping would be off by far more). Whether the bits equal eager's depends on the CPU; no claim does.
+    grouped, eager = generator_outputs(model_cache, "grouped"), generator_outputs(model_cache, "eager")
+    assert len(grouped) == len(eager) == len(GROUPED_PROMPTS) + 5
+    for g, e in zip(grouped, eager, strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)

@@ -5,6 +5,8 @@
 - `verifier/` imports nothing from `flywheel` or `workers`: it knows nothing of Ray, tensors or SQL.
 - `migrations/` imports only the catalog schema.
 - Only `flywheel/catalog/` (and `migrations/`) import SQLAlchemy: all SQL lives in the catalog.
+- Only `flywheel/cli/` imports the CLI; the application layer (`flywheel/app/`) imports neither the CLI
+  nor the service.
 - `galahad rescore` recomputes scores in a process where importing torch fails.
 """
 
@@ -42,8 +44,8 @@ def _under(name: str, prefix: str) -> bool:
 def test_the_reader_sees_imports():
     # the rule tests below would pass vacuously if the reader missed imports: it must see known ones
     found = imports("workers")
-    assert "galahad.flywheel.artifacts.chain" in found["workers/depositor.py"]
-    assert "galahad.workers.graft" in imports("flywheel/memory")["flywheel/memory/recall.py"]
+    assert "galahad.flywheel.artifacts.chain" in found["workers/kv_chain.py"]
+    assert "galahad.workers.kv_chain" in imports("flywheel/memory")["flywheel/memory/recall.py"]
 
 
 def test_workers_never_import_catalog_memory_learn_evals_or_cli():
@@ -68,6 +70,17 @@ def test_all_sql_lives_in_the_catalog():
     bad = [(f, n) for folder in ("flywheel", "workers", "verifier", "kernels") for f, names in imports(folder).items()
            for n in names if _under(n, "sqlalchemy") and not f.startswith("flywheel/catalog/")]
     assert bad == []
+
+
+def test_only_the_cli_imports_the_cli_and_the_app_layer_sees_neither_cli_nor_service():
+    outside = [(f, n) for folder in ("flywheel", "workers", "verifier", "kernels", "migrations", "bench")
+               for f, names in imports(folder).items() for n in names
+               if _under(n, "galahad.flywheel.cli") and not f.startswith("flywheel/cli/")]
+    app = [(f, n) for f, names in imports("flywheel/app").items() for n in names
+           if _under(n, "galahad.flywheel.cli") or _under(n, "galahad.flywheel.service")]
+    relative = [str(p.relative_to(REPO)) for folder in ("flywheel", "bench") for p in (REPO / folder).rglob("*.py")
+                if any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(ast.parse(p.read_text())))]
+    assert (outside, app, relative) == ([], [], [])
 
 
 def test_rescore_runs_where_torch_cannot_be_imported():

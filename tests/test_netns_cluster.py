@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,8 +23,14 @@ from netns_cluster import (
     available,
 )
 
-_OK, _WHY = available()
-pytestmark = pytest.mark.skipif(not _OK, reason=f"netns unavailable: {_WHY}")
+pytestmark = pytest.mark.slow  # real 2-node Ray clusters in network namespaces
+
+
+@pytest.fixture(autouse=True)
+def _netns_available(require) -> None:
+    ok, why = available()
+    require(ok, f"netns unavailable: {why}")  # a skip here, a failure under CI=true
+
 
 PLACEMENT_DRIVER = f"""
 import json, os
@@ -114,13 +119,12 @@ def test_unreachable_address_fails_fast(netns_ray_cluster: NetnsRayCluster) -> N
         "except ConnectionError as e:\n"
         "    print('CONNECTION_ERROR', e)\n"
     )
-    t0 = time.monotonic()
-    done = netns_ray_cluster.run([sys.executable, "-c", script], env=FAST_FAIL_ENV, timeout=60)
-    elapsed = time.monotonic() - t0
+    # Decided by the event, not the clock: the driver gave up with a ConnectionError (FAST_FAIL_ENV bounds
+    # its retries) instead of retrying forever; the run's timeout is only a hang guard.
+    done = netns_ray_cluster.run([sys.executable, "-c", script], env=FAST_FAIL_ENV, timeout=120)
     assert "CONNECTION_ERROR Failed to connect to Ray cluster at 10.213.7.99:6379" in done.stdout, (
         done.stdout + done.stderr[-2000:]
     )
-    assert elapsed < 30, elapsed
 
 
 def test_stop_leaves_nothing_behind() -> None:

@@ -132,7 +132,7 @@ def test_corrupt_same_size_blob_is_repaired_by_put(tmp_path):
     path.write_bytes(bytes(rotten))
     assert path.stat().st_size == len(good)
     with Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}") as cat:
-        assert cat.deposit(store, good) == aid  # a new row for those bytes...
+        assert cat.deposit(store, store.put(good)) == aid  # a new row for those bytes...
         assert path.read_bytes() == good  # ...points at good bytes: the corrupt file was replaced
         assert store.get(aid) == good and fsck(cat, store).ok
     assert not list(store.temp_files())
@@ -147,7 +147,7 @@ def _poisonable(tmp_path) -> tuple[Path, dict]:
         att = cat.add_attempt(pid, None, W.FP_MODEL, {}, "7", 1, 0.1, 0.1)
         ver = cat.add_verification(att, "v1", True, "numeric match")
         aid, data = W.make_artifact(seed=5)
-        cat.deposit(store, data, verification_id=ver, library="template:add")
+        cat.deposit(store, store.put(data), verification_id=ver, library="template:add")
         bundle = tmp_path / "good.tar"
         export_bundle(cat, store, bundle)
     return bundle, {"problem": pid, "artifact": aid, "verification": ver, "attempt": att}

@@ -7,11 +7,11 @@ import json
 import os
 import signal
 import threading
-import time
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pytest
+from deadlines import gone, returns, wait_for
 
 from galahad.flywheel.cli.main import main
 from galahad.verifier.extract import extract_answer, extract_gold, last_boxed
@@ -101,25 +101,33 @@ def test_units_and_percent_are_significant_unless_asked(verifier, lenient):
     assert lenient.check("3", "The answer is 3 because 1 + 2 = 3").verified
 
 
-# --- hostile input: an answer within 2 s, never a hang, never an exception ---
+# --- hostile input: refused by a limit, never a hang, never an exception ---
+# Decided by the verdict's reason (which limit refused it), never by how long it took: `returns` is only a
+# hang guard, minutes above the 1 s symbolic limit.
 
-@pytest.mark.parametrize("output", [
-    "Answer: 9^9^9^9", "\\boxed{10^10^10}", "\\boxed{" + "(" * 10_000 + "1" + ")" * 10_000 + "}",
-    "\\boxed{(" * 5_000, "x" * 1_000_000, "\\boxed{9^{9^{9^{9}}}}", "\\boxed{100000!}", "Answer: " + "1" * 5_000,
-    "\\boxed{" * 20_000, SLOW_BUT_SMALL,
+@pytest.mark.parametrize("output,refused_by", [
+    ("Answer: 9^9^9^9", "too large: power tower"), ("\\boxed{10^10^10}", "too large: power tower"),
+    ("\\boxed{" + "(" * 10_000 + "1" + ")" * 10_000 + "}", "too large: answer over"),
+    ("\\boxed{(" * 5_000, "no answer found"), ("x" * 1_000_000, "too large: input over"),
+    ("\\boxed{9^{9^{9^{9}}}}", "too large: power tower"), ("\\boxed{100000!}", "too large: factorial"),
+    ("Answer: " + "1" * 5_000, "too large: answer over"), ("\\boxed{" * 20_000, "too large: input over"),
+    (SLOW_BUT_SMALL, "timeout"),
 ])
-def test_hostile_answers_return_quickly(verifier, output):
-    start = time.monotonic()
-    verdict = verifier.check("1", output)
-    elapsed = time.monotonic() - start
+def test_hostile_answers_are_refused_by_a_limit(verifier, output, refused_by):
+    verdict = returns(verifier.check, "1", output)
     assert not verdict.verified
-    assert elapsed < 2.0, (verdict.reason, elapsed)
-    assert verdict.reason and verdict.version == VERSION
+    assert verdict.reason.startswith(refused_by), verdict.reason
+    assert verdict.version == VERSION
 
 
 def test_timeout_kills_the_worker_and_the_next_check_works(verifier):
-    verdict = verifier.check("1", SLOW_BUT_SMALL)
-    assert verdict.reason == "timeout" and verdict.seconds < 2.0
+    before = set(verifier.worker_pids())  # the zygote and the idle worker
+    verdict = returns(verifier.check, "1", SLOW_BUT_SMALL)
+    assert verdict.reason == "timeout" and not verdict.verified
+    after = set(verifier.worker_pids())
+    (killed,) = before - after  # the worker that ran out of time is no longer in the pool...
+    assert len(after - before) == 1  # ...a fresh one is in its place
+    wait_for(lambda: gone(killed), f"the timed-out worker {killed} exits")
     assert verifier.check("\\sqrt{8}", "\\boxed{2\\sqrt{2}}").verified
 
 
@@ -143,9 +151,10 @@ def test_limits_hold_in_threads(two_workers):
 
 def test_a_dead_worker_costs_one_verdict(verifier):
     assert verifier.check("\\pi", "\\boxed{\\pi}").verified  # a worker is up
-    for pid in verifier.worker_pids():
+    pids = verifier.worker_pids()
+    for pid in pids:
         os.kill(pid, signal.SIGKILL)
-    time.sleep(0.2)
+    wait_for(lambda: all(gone(pid) for pid in pids), "the killed zygote and worker exit")
     verdicts = [verifier.check("\\sqrt{2}", "\\boxed{2^{1/2}}") for _ in range(3)]
     assert all(v.reason.startswith(("error", "equal")) for v in verdicts)
     assert verdicts[-1].verified
@@ -196,11 +205,12 @@ def test_extraction_order_and_forms():
     assert extract_gold("Natalia ... #### 72") == "72" and extract_gold("$\\boxed{5}$") == "5"
 
 
-def test_extraction_is_linear_on_hostile_text():
-    for text in ("\\boxed{" * 20_000, "(1," * 30_000, "1" * 99_999 + "x", "$ " * 50_000, "answer is " * 10_000):
-        start = time.monotonic()
-        extract_answer(text)
-        assert time.monotonic() - start < 1.0
+def test_extraction_never_hangs_on_hostile_text():
+    # Decided by what it finds; `returns` is only a hang guard (a backtracking pattern would blow far past it).
+    for text, found in (("\\boxed{" * 20_000, None), ("(1," * 30_000, "1"), ("1" * 99_999 + "x", None),
+                        ("$ " * 50_000, None), ("answer is " * 10_000, None)):
+        result = returns(extract_answer, text)
+        assert (result.answer if result else None) == found, (text[:20], result)
 
 
 def test_numbers_and_units():

@@ -1,5 +1,7 @@
 """Fuzzing the verifier with 10,000+ hostile and malformed inputs: no exception escapes, nothing hangs,
-every verdict has a reason and the version. Derandomized, so CI runs the same inputs every time.
+every verdict has a reason and the version. Derandomized, so CI runs the same inputs every time. Decided
+on the verdicts, never on time: a hang guard far above the verifier's own 1 s limit only turns a hang into
+a failure (the slowest check is printed, not asserted).
 
 Two drivers share the budget: hypothesis's own strategies (structure-aware and shrinkable, but a few
 milliseconds per input to draw) for 2,500 inputs, and hypothesis-drawn seeds that a cheap builder
@@ -10,6 +12,8 @@ from __future__ import annotations
 import random
 import time
 
+import pytest
+from deadlines import returns
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +21,6 @@ from galahad.verifier.verifier import VERSION, Verifier
 
 STRUCTURED = 2_500
 SEEDS, PER_SEED = 2_000, 4
-LIMIT_S = 2.5  # 1 s symbolic timeout plus the kill and a fresh fork, on a busy machine
 
 GOLDS = ["1", "0", "42", "-3", "\\frac{1}{2}", "x", "(1,2)", "\\{1,2\\}", "[0,\\infty)", "y = 2x + 3",
          "\\sqrt{2}", "\\text{Evelyn}", "10\\%", "1/2^{99}"]
@@ -60,17 +63,17 @@ def build(rng: random.Random) -> str:
 
 def _judge(verifier: Verifier, gold: str, output: str, seen: dict) -> None:
     start = time.monotonic()
-    verdict = verifier.check(gold, output)
+    verdict = returns(verifier.check, gold, output)  # a hang guard only
     elapsed = time.monotonic() - start
     assert isinstance(verdict.verified, bool)
     assert isinstance(verdict.reason, str) and verdict.reason
     assert verdict.version == VERSION
-    assert elapsed < LIMIT_S, (gold[:80], output[:80], verdict.reason, elapsed)
     seen["n"] += 1
     seen["verified"] += verdict.verified
     seen["slowest"] = max(seen["slowest"], elapsed)
 
 
+@pytest.mark.slow
 def test_fuzz_never_raises_never_hangs():
     seen = {"n": 0, "verified": 0, "slowest": 0.0}
     budget = dict(deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))

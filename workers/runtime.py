@@ -84,9 +84,9 @@ def cpu_identity() -> dict:
     """The processor beyond its ISA level: vendor, family/model/stepping, a hash of its feature flags and
     its cache sizes (Linux; empty elsewhere). Measured 2026-12-01: the same pinned runtime (same torch
     build, `cpu_capability`, MKL_CBWR, threads) on another x86_64 VM gave other logits bits for the same
-    model and inputs (reports/exactness-gemma3-270m-stock.json was recorded on one, the hashes differed
-    on the next), so portability is claimed, and grafts are accepted, only between processors that
-    agree on all of this."""
+    model and inputs (the gemma stock exactness report was recorded on one, the hashes differed on the
+    next), so portability is claimed, and grafts are accepted, only between processors that agree on all
+    of this; such records are kept per processor (`cpu_key`)."""
     out: dict = {}
     try:
         block = Path("/proc/cpuinfo").read_text(errors="replace").split("\n\n", 1)[0]
@@ -105,6 +105,19 @@ def cpu_identity() -> dict:
             continue
     out["caches"] = caches
     return out
+
+
+def cpu_key(identity: dict | None = None) -> str:
+    """A file-name-safe name for one processor identity (`cpu_identity()`, or one a report recorded):
+    vendor-family-model-stepping plus a hash of all of it, flags and caches included, e.g.
+    `GenuineIntel-6-167-1-0123abcd`; "unknown" where none was read. Bit-level records that hold only per
+    CPU (the exactness reports' logits hashes, reports/exactness/) are kept and compared under it."""
+    identity = cpu_identity() if identity is None else identity
+    if not identity:
+        return "unknown"
+    parts = [str(identity.get(k) or "x") for k in ("vendor_id", "cpu_family", "model", "stepping")]
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]
+    return "-".join("".join(ch for ch in part if ch.isalnum()) or "x" for part in parts) + "-" + digest
 
 
 def runtime_facts(config: RuntimeConfig) -> dict:

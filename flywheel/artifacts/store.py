@@ -15,6 +15,7 @@ import stat
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,9 @@ _ID = re.compile(r"^[0-9a-f]{64}$")
 # No artifact is larger (1 GiB is ~29k tokens of gemma3-270m fp32 KV in one span); a bigger "blob" (a sparse
 # file, say) is refused unread. Readers that know the row's declared size pass it and read no more.
 MAX_BLOB_BYTES = 1 << 30
+# Parallel puts: each is fsync-bound, and concurrent fsyncs share the filesystem's journal commits (~10x the
+# rate of one after another here).
+PUT_THREADS = 16
 
 
 class BlobMissing(GalahadError):
@@ -139,6 +143,13 @@ class BlobStore(ABC):
     def get_checked(self, blob_id: str, size: int | None = None) -> Checked:
         """The blob in one buffer, hash-checked (`get`). Backends may override to read it without a copy."""
         return Checked(blob_id, self.get(blob_id, size))
+
+    def put_many(self, blobs: list[bytes]) -> list[str]:
+        """`put` each blob, in parallel (`put` must be thread-safe); ids in order, all durable on return."""
+        if not blobs:
+            return []
+        with ThreadPoolExecutor(max_workers=min(PUT_THREADS, len(blobs))) as pool:
+            return list(pool.map(self.put, blobs))
 
 
 def atomic_write(path: Path, data: bytes) -> None:

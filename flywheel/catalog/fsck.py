@@ -124,7 +124,7 @@ def _read(store: BlobStore, blob_id: str, size: int | None, report: FsckReport) 
 
 def fsck(catalog: Catalog, store: BlobStore, rederive=None) -> FsckReport:
     """Re-hash every blob in the store and check every artifact row against its blob (header and tensors).
-    With `rederive` (`learn.rederive.Rederiver`, `fsck --verify`) every intact artifact is also re-derived
+    With `rederive` (`learn.rebuild_check.RebuildCheck`, `fsck --verify`) every intact artifact is also re-derived
     from its tokens and parent on the local engine."""
     report = FsckReport()
     report.database = database_check(catalog)

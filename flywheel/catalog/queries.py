@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import Engine, and_, func, or_, select, text
 
+from galahad.flywheel.artifacts.chain import walk
 from galahad.flywheel.artifacts.store import check_id
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
@@ -171,14 +172,9 @@ class Queries:
                 out["problem"] = _one(conn.execute(select(P).where(P.c.id == out["attempt"]["problem_id"])))
                 if out["attempt"]["run_id"]:
                     out["run"] = _one(conn.execute(select(R).where(R.c.id == out["attempt"]["run_id"])))
-            seen, cur = {art["id"]}, art["parent_id"]
-            while cur is not None and cur not in seen:  # `seen` guards against a (impossible) cycle
-                seen.add(cur)
-                row = _one(conn.execute(select(*ART_LIGHT).where(ART.c.id == cur)))
-                if row is None:
-                    break
-                out["parents"].append(row)
-                cur = row["parent_id"]
+            if art["parent_id"] is not None:  # the one bounded parent walk: a cycle or an endless chain is refused
+                out["parents"] = walk(art["parent_id"], lambda cur: _one(conn.execute(
+                    select(*ART_LIGHT).where(ART.c.id == cur))), lambda row: row["parent_id"])[::-1]  # nearest first
             out["libraries"] = _rows(conn.execute(select(ENT.c.library, ENT.c.chain_index, ENT.c.position)
                                                   .where(ENT.c.artifact_id == art["id"])))
         return out

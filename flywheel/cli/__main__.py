@@ -1,7 +1,7 @@
-"""`python -m galahad.flywheel.cli.main`: the console script."""
+"""`python -m galahad.flywheel.cli`: the console script (as `python -m galahad.flywheel.cli.main`)."""
 
 import sys
 
-from galahad.flywheel.cli.main.main import main
+from galahad.flywheel.cli.main import main
 
 sys.exit(main())

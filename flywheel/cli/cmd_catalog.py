@@ -162,9 +162,9 @@ def _rederiver(args: argparse.Namespace):
     if not getattr(args, "verify", False):
         return None
     from galahad.flywheel.cli.session import engine_for
-    from galahad.flywheel.learn.rederive import Rederiver
+    from galahad.flywheel.learn.rebuild_check import RebuildCheck
 
-    return Rederiver(engine_for(args.model, args.paths))
+    return RebuildCheck(engine_for(args.model, args.paths))
 
 
 def run(args: argparse.Namespace) -> int:

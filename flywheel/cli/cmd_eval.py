@@ -1,27 +1,28 @@
-"""`galahad eval recurrence|transfer|context`, and `galahad replay|rescore MANIFEST`."""
+"""`galahad eval recurrence|transfer|context`, and `galahad replay|rescore MANIFEST`.
+
+`eval transfer` and `eval context` live in their own modules, mounted here; what the evals share
+(progress bar, manifest path and head) is in `eval_support.py`.
+"""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import sys
-import time
 from pathlib import Path
 
 from galahad.flywheel.cli.argtypes import SEED, count
+from galahad.flywheel.cli.eval_support import base_manifest, manifest_path, progress_bar
+from galahad.flywheel.cli.flags import add_model_flag
 from galahad.flywheel.cli.session import add_storage_args, engine_for, storage
-from galahad.flywheel.config import DEFAULT_MODEL
+from galahad.flywheel.config import DEFAULTS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluations backed by evidence (each writes a manifest)")
     ev = p.add_subparsers(dest="eval_kind", required=True, metavar="KIND")
-    from galahad.flywheel.evals.recurrence import RecurrenceConfig
-
-    rc = RecurrenceConfig()
+    rc = DEFAULTS.recurrence
     r = ev.add_parser("recurrence", help="base model vs graft on problems with a verified solution")
-    r.add_argument("--model", default=DEFAULT_MODEL)
+    add_model_flag(r)
     r.add_argument("--k", type=count(), default=rc.k, help="base budget: samples per problem")
     r.add_argument("--max-tokens", type=count(), default=rc.max_tokens, help="base budget: tokens per sample")
     r.add_argument("--limit", type=count(), default=rc.limit, help="problems evaluated (default: every verified one)")
@@ -45,31 +46,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     rs.add_argument("manifest", type=Path)
     rs.add_argument("--json", action="store_true")
     rs.set_defaults(func=run_rescore)
-
-
-@contextlib.contextmanager
-def progress_bar(total: int, desc: str):
-    """A stderr progress bar; yields the callable that advances it by one."""
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, desc=desc, unit="problem", file=sys.stderr, disable=not sys.stderr.isatty())
-    try:
-        yield lambda: bar.update(1)
-    finally:
-        bar.close()
-
-
-def manifest_path(args, paths, kind: str) -> Path:
-    return args.out or paths.reports / f"{kind}-{time.strftime('%Y%m%dT%H%M%S')}.json"
-
-
-def base_manifest(kind: str, engine, config: dict) -> dict:
-    from galahad.flywheel.evals.spec import environment
-    from galahad.workers.runtime import runtime_facts
-
-    return {"kind": kind, "command": sys.argv[1:], "model": engine.loaded.name,
-            "model_fingerprint": engine.model_fingerprint, "runtime_fingerprint": engine.runtime_fingerprint,
-            "runtime": runtime_facts(engine.runtime), "environment": environment(), "config": config}
 
 
 def run_recurrence(args: argparse.Namespace) -> int:
@@ -120,7 +96,9 @@ def print_recurrence(s: dict, path: Path) -> None:
 
 
 def run_rescore(args: argparse.Namespace) -> int:
-    from galahad.flywheel.evals import transfer as eval_transfer  # noqa: F401  (they register their scorers)
+    # Importing an eval module registers its scorer: every rescorable kind, imported here and nowhere else.
+    from galahad.flywheel.evals import recurrence as eval_recurrence  # noqa: F401
+    from galahad.flywheel.evals import transfer as eval_transfer  # noqa: F401
     from galahad.flywheel.evals import transfer_file  # noqa: F401
     from galahad.flywheel.evals.evidence import read_manifest
     from galahad.flywheel.evals.replay import rescore

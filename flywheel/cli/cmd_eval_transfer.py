@@ -8,18 +8,17 @@ from dataclasses import asdict
 from pathlib import Path
 
 from galahad.flywheel.cli.argtypes import SEED, count
+from galahad.flywheel.cli.eval_support import base_manifest, manifest_path, progress_bar
+from galahad.flywheel.cli.flags import add_model_flag
 from galahad.flywheel.cli.session import add_storage_args, engine_for, storage
-from galahad.flywheel.config import DEFAULT_MODEL
+from galahad.flywheel.config import DEFAULTS
 
 
 def add_transfer_parser(ev: argparse._SubParsersAction) -> None:
-    from galahad.flywheel.evals.transfer import TransferConfig
-    from galahad.flywheel.evals.transfer_file import FileTransferConfig
-
-    tc = TransferConfig()
+    tc, fc = DEFAULTS.transfer, DEFAULTS.file_transfer
     ns = ",".join(str(n) for n in tc.max_solutions)
     t = ev.add_parser("transfer", help="held-out problems: base, empty-memory, random-artifact, library graft")
-    t.add_argument("--model", default=DEFAULT_MODEL)
+    add_model_flag(t)
     t.add_argument("--families", default=",".join(tc.families))
     t.add_argument("--per-split", type=count(), default=tc.per_split,
                    help=f"problems per family and split (default {tc.per_split})")
@@ -28,9 +27,9 @@ def add_transfer_parser(ev: argparse._SubParsersAction) -> None:
     t.add_argument("--problems", type=Path, default=None,
                    help="JSONL problem file: evaluate its problems (base, empty, random, nearest, text, system) "
                         "instead of the built-in families' held-out problems")
-    t.add_argument("--k", type=count(), default=FileTransferConfig().k,
+    t.add_argument("--k", type=count(), default=fc.k,
                    help="with --problems: solutions in the random and nearest memories")
-    t.add_argument("--conditions", default=",".join(FileTransferConfig().conditions),
+    t.add_argument("--conditions", default=",".join(fc.conditions),
                    help="with --problems: conditions to run (default all six; text needs nearest)")
     t.add_argument("--json", action="store_true")
     t.add_argument("--out", type=Path, default=None, help="manifest path (default: the reports folder)")
@@ -39,7 +38,6 @@ def add_transfer_parser(ev: argparse._SubParsersAction) -> None:
 
 
 def run_transfer(args: argparse.Namespace) -> int:
-    from galahad.flywheel.cli.cmd_eval import base_manifest, manifest_path, progress_bar
     from galahad.flywheel.errors import GalahadError
     from galahad.flywheel.evals import plots
     from galahad.flywheel.evals import transfer as eval_transfer
@@ -94,7 +92,6 @@ def print_transfer(s: dict, path: Path, pngs: list[Path]) -> None:
 
 
 def run_transfer_file(args: argparse.Namespace) -> int:
-    from galahad.flywheel.cli.cmd_eval import base_manifest, manifest_path, progress_bar
     from galahad.flywheel.errors import GalahadError
     from galahad.flywheel.evals import transfer_file
     from galahad.flywheel.evals.evidence import write_manifest

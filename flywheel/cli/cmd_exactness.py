@@ -19,7 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--mode", choices=["stock", "invariant"], default="stock", help="kernel mode")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--out", type=Path, default=None, help="also write the JSON report to this file")
+    p.add_argument("--out", type=Path, default=None,
+                   help="also write the JSON report to this file; to an existing folder: as the per-CPU record "
+                        "<model>-<mode>-<cpu key>.json in it (e.g. reports/exactness)")
     p.set_defaults(func=run)
 
 
@@ -49,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         from galahad.flywheel.artifacts.store import atomic_write
 
-        atomic_write(args.out, json.dumps(report, indent=2, sort_keys=True).encode())
+        out = args.out / report_name(report) if args.out.is_dir() else args.out
+        atomic_write(out, json.dumps(report, indent=2, sort_keys=True).encode())
     if args.json:
         print(json.dumps(report, sort_keys=True))
     else:
@@ -58,6 +61,17 @@ def run(args: argparse.Namespace) -> int:
     if args.mode == "invariant":
         exact = exact and report["monolithic_sha256_equal"] == report["samples"]
     return 0 if exact else 1
+
+
+def report_name(report: dict) -> str:
+    """The per-CPU record's file name, `<model>-<mode>-<cpu key>.json`, from what the report itself records.
+    Its logits hashes hold only on the processor that computed them, so reports/exactness/ keeps one per
+    model, kernel mode and processor (`workers/runtime.py: cpu_key`), and a run compares only with its own
+    processor's record."""
+    from galahad.workers.runtime import cpu_key
+
+    model = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in Path(str(report["model"])).name)
+    return f"{model}-{report['mode']}-{cpu_key(report.get('runtime_facts', {}).get('cpu', {}))}.json"
 
 
 def print_table(r: dict) -> None:

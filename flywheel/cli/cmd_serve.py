@@ -16,40 +16,37 @@ import os
 import signal
 import sys
 
-from galahad.flywheel.cli.cmd_run import is_embedded, run_lock, start_ray
+from galahad.flywheel.app import cluster
+from galahad.flywheel.app.lock import run_lock
+from galahad.flywheel.app.storage import is_embedded
+from galahad.flywheel.cli.argtypes import count
+from galahad.flywheel.cli.flags import add_learner_flags
 from galahad.flywheel.cli.session import add_storage_args, storage
-from galahad.flywheel.config import DEFAULT_MODEL, WorkerConfig
+from galahad.flywheel.config import DEFAULTS, TOKEN_ENV, ServiceConfig
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.service.config import TOKEN_ENV, ServiceConfig
 from galahad.workers.sampling import SamplingConfig
 
 APP_NAME = "galahad"
+PORT = count(1, 65535)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    service, workers, sampling = ServiceConfig(), WorkerConfig(), SamplingConfig()
+    service = DEFAULTS.service
     p = sub.add_parser("serve", help="serve the HTTP API (Ray Serve) with the learner running behind it")
     p.add_argument("--host", default=service.host, help=f"bind address (default {service.host}; any other "
                    f"address needs env {TOKEN_ENV})")
-    p.add_argument("--port", type=int, default=service.port)
-    p.add_argument("--replicas", type=int, default=service.replicas, help="answering replicas (one model each)")
+    p.add_argument("--port", type=PORT, default=service.port, help=f"TCP port (default {service.port})")
+    p.add_argument("--replicas", type=count(), default=service.replicas,
+                   help=f"answering replicas, one model each (default {service.replicas})")
     p.add_argument("--no-learn", action="store_true", help="answer only: no learner")
-    p.add_argument("--address", default=None, help="join an existing Ray cluster (host:port)")
-    p.add_argument("--model", default=DEFAULT_MODEL)
-    p.add_argument("--k", type=int, default=sampling.k, help="learner: samples per problem (budget)")
-    p.add_argument("--max-tokens", type=int, default=sampling.max_tokens, help="learner: tokens per sample")
-    p.add_argument("--temperature", type=float, default=sampling.temperature)
-    p.add_argument("--seed", type=int, default=0, help="learner: sampling seed")
-    p.add_argument("--generators", type=int, default=workers.generators, help="learner: generator actors")
-    p.add_argument("--chain-max-tokens", type=int, default=workers.chain_max_tokens)
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    # The flags `run` shares (model, budget, seed, workers, device, cluster): one declaration.
+    add_learner_flags(p, role="learner: ")
     add_storage_args(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from galahad.flywheel.service.security import token_for
-    from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
 
     token = token_for(args.host, os.environ.get(TOKEN_ENV))  # before anything starts or binds
     if not 0 < args.port < 65536:
@@ -57,12 +54,7 @@ def run(args: argparse.Namespace) -> int:
     for name in ("replicas", "k", "max_tokens", "generators"):
         if getattr(args, name) < 1:
             raise GalahadError(f"--{name.replace('_', '-')} must be at least 1")
-    pin_process_env(DEFAULT_RUNTIME)
-    if not args.address:
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a local cluster stays on loopback
-    from galahad.workers.model_loader import check_spec
-
-    check_spec(args.model)
+    cluster.prepare(args.model, args.address)  # pinned env, a local cluster on loopback, the model spec
     paths, catalog, store = storage(args, create=True)
     embedded = is_embedded(catalog.url, paths)
     if not args.no_learn and embedded:
@@ -84,10 +76,7 @@ def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
 
     config = ServiceConfig(host=args.host, port=args.port, replicas=args.replicas)
     logging.getLogger("ray.serve").setLevel(logging.WARNING)
-    from galahad.workers.model_loader import ensure_snapshot
-
-    ensure_snapshot(args.model, paths.models)  # once, before any replica or actor loads it
-    start_ray(args.address, paths.root / "logs" / "ray-driver.log")
+    cluster.start(args.model, paths, args.address)  # the model snapshot once, before any replica or actor loads it
     stop = {"now": False}
 
     def on_signal(signum, frame):
@@ -112,7 +101,7 @@ def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
             learner = LearnerActor.options(num_cpus=0).remote(
                 args.model, str(paths.models), catalog.url, str(store.root), LoopConfig(sampling=sampling),
                 args.generators, args.chain_max_tokens, args.device, config.learner_poll_seconds,
-                str(paths.root / "run.lock") if embedded else None)
+                str(paths.root) if embedded else None)
             ref = learner.run.remote()
         print(f"galahad: serving on http://{args.host}:{args.port} ({args.replicas} replica(s), learner "
               f"{'on' if learn else 'off'}; docs at /docs)", flush=True)

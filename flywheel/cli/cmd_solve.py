@@ -7,17 +7,16 @@ import argparse
 import json
 
 from galahad.flywheel.cli.argtypes import count
+from galahad.flywheel.cli.flags import add_model_flag
 from galahad.flywheel.cli.session import add_storage_args, engine_for, storage
-from galahad.flywheel.config import DEFAULT_MODEL
+from galahad.flywheel.config import DEFAULTS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from galahad.flywheel.memory.policy import RetrievalPolicy
-
-    policy = RetrievalPolicy()
+    policy = DEFAULTS.retrieval
     p = sub.add_parser("solve", help="answer a problem, grafting verified solutions from the catalog")
     p.add_argument("problem", help="the problem text")
-    p.add_argument("--model", default=DEFAULT_MODEL)
+    add_model_flag(p)
     p.add_argument("--template", default=None, help="template id for the transfer path (default: inferred)")
     p.add_argument("--topic", default=None, help="topic for the transfer path (default: inferred)")
     p.add_argument("--max-solutions", type=count(), default=policy.max_solutions,

@@ -1,7 +1,8 @@
 """The `galahad` console script: global options and the subcommand registry.
 
 Each subcommand lives in its own module exposing `register(subparsers)`; the handler it sets as `func`
-receives the parsed args (with `args.paths`, the resolved data dir). Heavy imports (torch, ray) happen
+receives the parsed args (with `args.paths`, the resolved data dir). The global option `--data` is
+accepted after the subcommand too (`cli/flags.py`). Heavy imports (torch, ray) happen
 inside handlers so that `galahad verify` starts fast.
 """
 
@@ -14,7 +15,8 @@ import sys
 import traceback
 from typing import NoReturn
 
-from galahad.flywheel.config import DATA_ENV, Paths
+from galahad.flywheel.cli.flags import add_data_flag, add_data_flag_everywhere
+from galahad.flywheel.config import Paths
 from galahad.flywheel.errors import GalahadError
 
 COMMAND_MODULES = (
@@ -40,12 +42,11 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="galahad", description="Verified-knowledge KV-cache grafting.")
-    parser.add_argument(
-        "--data", default=None, help=f"data dir for catalog, store and model cache (env {DATA_ENV}, default ~/.galahad)"
-    )
+    add_data_flag(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    add_data_flag_everywhere(parser)  # global options work after the subcommand too
     return parser
 
 

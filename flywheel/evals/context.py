@@ -4,9 +4,9 @@ Owns three measurements and the manifest that records them:
 - `catalog_tokens`: stored tokens (every artifact) and graftable tokens (artifacts whose whole parent chain
   is in the store at its recorded size, made by the evaluated model under the evaluated runtime, ending
   inside the context window). Bytes are not re-hashed here: that is fsck's job, and every graft re-hashes.
-- `grow`: deposit synthetic chains (seeded random token ids, prefilled after the previous tail with
-  `deposit_span`, exactly like the depositor) while sampling resident memory after every chain; only one
-  chain's cache is alive at a time and every artifact's bytes are dropped once durable.
+- `grow`: deposit synthetic chains (seeded random token ids, each span prefilled after the previous tail
+  through `workers.kv_chain.KVChains`, exactly like the depositor) while sampling resident memory after
+  every chain; only one chain's cache is alive at a time and every artifact's bytes are dropped once durable.
 - `graft_checks`: restore sampled chains (the longest included) and compare the fp32 logits of a query
   after the graft with those after a fresh prefill of the same segments at the same boundaries (SHA-256).
 """
@@ -32,7 +32,7 @@ from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.evals.evidence import write_manifest
 from galahad.workers.engine import Engine
-from galahad.workers.graft import deposit_span, restore
+from galahad.workers.kv_chain import KVChains, restore_chain
 from galahad.workers.runtime import runtime_facts
 
 try:
@@ -146,25 +146,26 @@ def grow(
     next_chain = {name: 0 if t is None else t["chain_index"] + 1 for name, t in tails.items()}
     base_disk, base_stored = store_disk_bytes(store), catalog.stats()["stored_tokens"]
     disk, grown, artifacts, batches = base_disk, 0, 0, []
+    chains = KVChains(engine, store, live_caches=1)
     t0 = time.perf_counter()
     while grown < tokens:
         name = names[len(batches) % libraries]
         chain_index = next_chain[name]
         next_chain[name] += 1
         rng = random.Random(f"{seed}:{name}:{chain_index}")  # str seeds hash the same in every process
-        cache, start, parent = engine.new_cache(), 0, None
+        start, parent = 0, None
         while grown < tokens:
             n = rng.randint(*segment)
             if start + n > chain_max:
                 break
             ids = ([bos] + _tokens(rng, n - 1, vocab)) if start == 0 and bos is not None else _tokens(rng, n, vocab)
-            art_id, data = deposit_span(engine, cache, ids, start, parent,
-                                        {"library": name, "synthetic": "context-eval", "seed": seed})
-            catalog.deposit(store, data, library=name, new_chain=start == 0)
-            del data  # durable on disk now; the process keeps only the live cache of this one chain
+            # Durable on disk when it returns, its bytes dropped: the process keeps only this chain's live cache.
+            art_id = chains.deposit(ids, parent, start, {"library": name, "synthetic": "context-eval",
+                                                         "seed": seed}).artifact_id
+            catalog.deposit(store, art_id, library=name, new_chain=start == 0)
             disk += _blob_disk_bytes(store, art_id)
             start, parent, grown, artifacts = start + n, art_id, grown + n, artifacts + 1
-        del cache  # drop the chain's DynamicCache before the next one (and before sampling RSS)
+        chains.clear()  # drop the chain's DynamicCache before the next one (and before sampling RSS)
         rss, raw = trimmed_rss_mb()
         batches.append({
             "kind": "batch", "batch": len(batches), "library": name, "chain_index": chain_index,
@@ -223,7 +224,7 @@ def graft_check(engine: Engine, store: BlobStore, tail_id: str, query: list[int]
     if not arts:
         raise ValueError(f"chain {tail_id[:16]} leaves no room for a {len(query)}-token query")
     end = arts[-1].meta.end
-    grafted = engine.forward(restore(engine, arts), query, end)
+    grafted = engine.forward(restore_chain(engine, arts)[0], query, end)
     fresh_cache = engine.new_cache()
     for art in arts:  # the same segments at the same boundaries, so the same kernel calls
         engine.prefill(fresh_cache, list(art.meta.token_ids), art.meta.start)

@@ -34,14 +34,6 @@ def output_hash(token_ids: list[int], text: str) -> str:
     return digest({"token_ids": list(token_ids), "text": text})
 
 
-def file_hash(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def seal(manifest: dict) -> dict:
     """Add the manifest's own hash over everything else in it."""
     body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}

@@ -26,7 +26,8 @@ from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.memory import recall
 from galahad.workers.engine import Engine
-from galahad.workers.graft import deposit_span, restore
+from galahad.workers.graft import restore
+from galahad.workers.kv_chain import KVChains
 from galahad.workers.runtime import runtime_facts
 
 SHIFTS = (1, 16, 256, 4096, 30000)
@@ -62,13 +63,9 @@ def make_cases(vocab: int, window: int, n: int, seed: int) -> list[Case]:
 
 
 def deposit_cases(engine: Engine, cases: list[Case], store: LocalStore) -> list[str]:
-    ids = []
-    for c in cases:
-        art_id, data = deposit_span(engine, engine.new_cache(), c.prefix, 0, None)
-        if store.put(data) != art_id:
-            raise GalahadError("store returned another id than the artifact's hash")
-        ids.append(art_id)
-    return ids
+    """Each case's prefix deposited as a root of its own (a fresh cache each: no live caches kept)."""
+    chains = KVChains(engine, store, live_caches=0)
+    return [chains.deposit(c.prefix, None, 0, keep=False).artifact_id for c in cases]
 
 
 def _kl_max(p_logits: torch.Tensor, q_logits: torch.Tensor) -> float:

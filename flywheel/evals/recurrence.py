@@ -10,20 +10,9 @@ reported on the problems the base fails (the issue's question) and on all proble
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from galahad.flywheel.config import RecurrenceConfig
 from galahad.flywheel.evals.spec import Spec, make_record, sample_records, scorer
 from galahad.workers.sampling import sample_seed
-
-
-@dataclass(frozen=True)
-class RecurrenceConfig:
-    k: int = 4
-    max_tokens: int = 12
-    temperature: float = 1.0
-    seed: int = 1000
-    graft_max_tokens: int = 8
-    limit: int | None = None
 
 
 def candidates(catalog, limit: int | None, fingerprints: tuple[str, str] | None = None) -> list[dict]:

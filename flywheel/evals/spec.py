@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from galahad.flywheel.config import BUDGETS
 from galahad.flywheel.evals.evidence import digest, output_hash
 from galahad.flywheel.memory.recall import Prepared, graft_decode, render
 from galahad.flywheel.problems import prompts
@@ -37,7 +38,7 @@ class Spec:
     graft_tail: str | None = None
     temperature: float = 0.0
     seed: int = 0
-    max_tokens: int = 8
+    max_tokens: int = BUDGETS.answer_tokens
     sample: int = 0
     recompute: bool = False  # the chain's tokens prefilled afresh instead of grafted (`text` condition)
 

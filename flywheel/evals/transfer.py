@@ -15,8 +15,8 @@ Each library policy is compared, paired on the same problems, against each contr
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 
+from galahad.flywheel.config import TransferConfig
 from galahad.flywheel.evals.spec import Spec, make_record, scorer
 from galahad.flywheel.evals.stats import paired, wilson
 from galahad.flywheel.memory.policy import library_prefix
@@ -24,15 +24,6 @@ from galahad.flywheel.problems import families
 from galahad.flywheel.problems.records import problem_hash
 
 CONTROLS = ("base", "empty", "random")
-
-
-@dataclass(frozen=True)
-class TransferConfig:
-    families: tuple[str, ...] = families.DEFAULT_FAMILIES
-    per_split: int = 10
-    seed: int = 2000
-    max_solutions: tuple[int, ...] = (1, 8)
-    max_tokens: int = 8
 
 
 def _library_heads(catalog) -> dict[str, dict]:

@@ -16,8 +16,8 @@ or `none`): a contamination audit reported per condition, never a silent filter.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 
+from galahad.flywheel.config import FileTransferConfig
 from galahad.flywheel.evals.spec import Spec, judge, make_record, scorer
 from galahad.flywheel.evals.stats import paired, wilson
 from galahad.flywheel.memory.compose import compose
@@ -26,18 +26,10 @@ from galahad.flywheel.problems import canonical
 from galahad.flywheel.problems.prompts import answer_from_output
 from galahad.flywheel.problems.records import problem_hash
 
-CONDITIONS = ("base", "empty", "random", "nearest", "text", "system")
+CONDITIONS = FileTransferConfig.conditions  # every condition, in report order (its default: all)
 CONTROLS = ("base", "empty", "random")
 TREATMENTS = ("nearest", "system")
 KIND = "transfer-file"
-
-
-@dataclass(frozen=True)
-class FileTransferConfig:
-    k: int = 4  # solutions in the random and nearest memories
-    seed: int = 2000
-    max_tokens: int = 8
-    conditions: tuple[str, ...] = CONDITIONS  # `text` needs `nearest` (it is compared with it)
 
 
 def _solutions(catalog, problems: list[dict]) -> list[tuple[str, str]]:

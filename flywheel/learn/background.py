@@ -2,11 +2,14 @@
 
 A verified solution's verdict is committed before its deposit is submitted, so a kill at any moment loses
 nothing (the next run's `reconcile` deposits it). The depositor's calls are Ray object refs that the loop
-puts in the same `ray.wait` set as the generators' rounds; when one returns, its span is committed to the
-catalog here. Chains stay linear: at most one deposit per library is in flight, and the next one for that
-library is submitted only after the previous one is committed, so each call is given the tail the
-previous call produced (the depositor then appends to its live cache). A `ChainConflict` (another job
-appended first) is redone after the new tail, as `LibraryDeposits.deposit` does.
+puts in the same `ray.wait` set as the generators' rounds; when one returns, its span (its blob already in
+the store) is recorded in the catalog here. Each solution makes two requests: its library deposit, then,
+once that is recorded, its recall artifact (a root of its own). Chains stay linear: at most one library
+deposit per library is in flight, and the next one for that library is submitted only after the previous
+one is recorded, so each call is given the tail the previous call produced (the depositor then appends to
+its live cache). A recall request waits on no chain; it is submitted before the library's next deposit, so
+the depositor runs them in the same order as ever. A `ChainConflict` (another job appended first) is redone
+after the new tail, as `LibraryDeposits.deposit` does.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ class BackgroundDeposits:
     def __init__(self, deposits: LibraryDeposits, submit: Submit, fetch: Fetch):
         self.deposits, self.submit, self.fetch = deposits, submit, fetch
         self.queued: dict[str, deque[DepositRequest]] = {}
-        self.in_flight: dict[object, DepositRequest] = {}
+        self.in_flight: dict[object, DepositRequest] = {}  # library deposits: at most one per library
+        self.recalls: dict[object, DepositRequest] = {}  # recall deposits of recorded library deposits
         self.busy: set[str] = set()
 
     def add(self, problem: dict, answer: str, verification_id: str) -> None:
@@ -35,16 +39,26 @@ class BackgroundDeposits:
         self._start(req.library)
 
     def refs(self) -> list:
-        return list(self.in_flight)
+        return [*self.in_flight, *self.recalls]
 
     def __contains__(self, ref) -> bool:
-        return ref in self.in_flight
+        return ref in self.in_flight or ref in self.recalls
 
     def __len__(self) -> int:
-        return len(self.in_flight) + sum(len(q) for q in self.queued.values())
+        return len(self.in_flight) + len(self.recalls) + sum(len(q) for q in self.queued.values())
 
     def done(self, ref) -> Deposited | None:
-        """Commit a returned prefill (its ref is ready); None when it was redone after a chain conflict."""
+        """Record a returned deposit (its ref is ready). A library deposit returns where it was placed
+        (and submits its recall deposit); None for a recall deposit, or a library deposit redone after a
+        chain conflict."""
+        if ref in self.recalls:
+            req = self.recalls.pop(ref)
+            try:
+                self.deposits.commit_recall(req, self.fetch(ref))
+            except GalahadError as exc:
+                raise GalahadError(f"recall deposit of problem {req.problem['id'][:16]} failed: "
+                                   f"{str(exc)[:300]}") from None
+            return None
         req = self.in_flight.pop(ref)
         try:
             placed = self.deposits.commit(req, self.fetch(ref))
@@ -53,6 +67,7 @@ class BackgroundDeposits:
         if placed is None:
             self._submit(req)
             return None
+        self.recalls[self.submit(*self.deposits.recall_call(req))] = req
         self.busy.discard(req.library)
         self._start(req.library)
         return placed

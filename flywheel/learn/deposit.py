@@ -1,10 +1,11 @@
 """Depositing a verified solution into its library: the catalog chooses the tail, a depositor prefills.
 
 `LibraryDeposits` owns the library side of a deposit: which library a problem's solution joins, which
-tail it extends, committing the artifact row (the blob is durable first: `Catalog.deposit`), and redoing
-the prefill after the new tail when another job appended first (`ChainConflict`). Each solution is also
-deposited alone as its problem's recall artifact (`deposit_recall`), what recurrence grafts. The prefill itself is
-a callable, so the same logic drives a local `workers.Depositor` or a Ray actor.
+tail it extends, committing the artifact row (the depositor has put the blob in the store already;
+`Catalog.deposit` records the row), and redoing the prefill after the new tail when another job appended
+first (`ChainConflict`). Each solution is also deposited alone as its problem's recall artifact
+(`recall_call` / `commit_recall`, or `deposit_recall` waiting), what recurrence grafts. The prefill itself
+is a callable, so the same logic drives a local `workers.Depositor` or a Ray actor.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from galahad.flywheel.errors import ChainConflict
 from galahad.flywheel.memory.libraries import library_name
 from galahad.flywheel.problems import prompts
 
-Prefill = Callable[[str, "dict | None", dict], object]  # (segment, tail, extra) -> workers.depositor.Span
+# (segment, tail, extra) -> a `workers.kv_chain.Span`: its blob is durable in the store when it returns
+Prefill = Callable[[str, "dict | None", dict], object]
 
 
 @dataclass(frozen=True)
@@ -55,13 +57,16 @@ class LibraryDeposits:
         self.fingerprints = fingerprints
 
     def deposit(self, problem: dict, answer: str, verification_id: str) -> Deposited:
-        """Deposit after the library's current tail. Another depositor may append first (jobs sharing a
-        catalog): the catalog then refuses ours atomically, and we redo it after the new tail."""
+        """Deposit after the library's current tail, then the recall artifact (waiting on each prefill).
+        Another depositor may append first (jobs sharing a catalog): the catalog then refuses ours
+        atomically, and we redo it after the new tail."""
         req = self.request(problem, answer, verification_id)
         while True:
             placed = self.commit(req, self.prefill(req.segment, self.tail(req), req.extra))
             if placed is not None:
-                return placed
+                break
+        self.commit_recall(req, self.prefill(*self.recall_call(req)))
+        return placed
 
     def request(self, problem: dict, answer: str, verification_id: str) -> DepositRequest:
         lib = library_name(problem)
@@ -77,28 +82,37 @@ class LibraryDeposits:
         return req.tail
 
     def commit(self, req: DepositRequest, span) -> Deposited | None:
-        """Commit a prefilled span; None when another job appended first (redo it after `tail(req)`)."""
+        """Record a deposited span's library row; None when another job appended first (redo it after
+        `tail(req)`; the span's blob is then an orphan gc collects). The recall deposit is the caller's."""
         try:
-            self.catalog.deposit(self.store, span.data, verification_id=req.verification_id, library=req.library,
-                                 new_chain=span.parent is None and req.tail is not None)
+            self.catalog.deposit(self.store, span.artifact_id, verification_id=req.verification_id,
+                                 library=req.library, new_chain=span.parent is None and req.tail is not None)
         except ChainConflict:
             req.conflicts += 1
             if req.conflicts >= self.attempts:
                 raise
             return None
         placed = self.catalog.library_tail(req.library, fingerprints=self.fingerprints)
-        self.deposit_recall(req.problem, req.answer, req.verification_id)
         return Deposited(span.artifact_id, req.library, placed["chain_index"], placed["position"], span.start,
                          span.tokens)
 
+    @staticmethod
+    def recall_call(req: DepositRequest) -> tuple[str, None, dict]:
+        """The prefill call of `req`'s recall artifact: the solution again, alone, as a root (BOS + its
+        segment), so no other solution stands between the question and its answer."""
+        extra = {"problem_id": req.problem["id"], "verification_id": req.verification_id, "role": "recall"}
+        return req.segment, None, extra
+
+    def commit_recall(self, req: DepositRequest, span) -> str:
+        """Record a deposited recall span as the artifact that serves `req`'s problem's recurrence."""
+        return self.catalog.deposit(self.store, span.artifact_id, recall=(req.problem["id"], req.verification_id))
+
     def deposit_recall(self, problem: dict, answer: str, verification_id: str) -> str:
-        """Deposit the solution again, alone: a root (BOS + its segment) recorded as the artifact that
-        serves this problem's recurrence, so no other solution stands between the question and its answer.
-        Idempotent (same bytes, same id), so a reconcile may redo it."""
-        segment = prompts.solution_segment(problem["text"], answer)
-        extra = {"problem_id": problem["id"], "verification_id": verification_id, "role": "recall"}
-        span = self.prefill(segment, None, extra)
-        return self.catalog.deposit(self.store, span.data, recall=(problem["id"], verification_id))
+        """Deposit the recall artifact alone, waiting on its prefill. Idempotent (same bytes, same id), so a
+        reconcile may redo it."""
+        req = DepositRequest(problem, library_name(problem), prompts.solution_segment(problem["text"], answer), {},
+                             verification_id, answer)
+        return self.commit_recall(req, self.prefill(*self.recall_call(req)))
 
 
 class LocalDepositor(LibraryDeposits):

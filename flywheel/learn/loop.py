@@ -13,30 +13,19 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import ray
 
 from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.config import LoopConfig  # defined with every other default
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.learn.background import BackgroundDeposits
 from galahad.flywheel.learn.deposit import LibraryDeposits
 from galahad.flywheel.problems.prompts import answer_from_output
 from galahad.verifier.verifier import Verifier
-from galahad.workers.sampling import AttemptResult, SamplingConfig
-
-
-@dataclass(frozen=True)
-class LoopConfig:
-    round_size: int = 4
-    # Problems claimed together and sampled in one generator call (one batch). None: as many as fill the
-    # batched sampler's rows with one round each (batch_rows // round_size: 32 // 4 = 8).
-    problems_per_call: int | None = None
-    in_flight_per_generator: int = 2
-    lease_seconds: float = 900.0
-    limit: int | None = None
-    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+from galahad.workers.sampling import AttemptResult
 
 
 def problems_per_call(config: LoopConfig) -> int:

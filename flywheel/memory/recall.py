@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from galahad.flywheel.artifacts.chain import load_chain
+from galahad.flywheel.artifacts.chain import chain_headers, load_chain
 from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems import prompts
@@ -56,29 +56,9 @@ def graft(engine, store: BlobStore, tail: str | None):
     """The cache to answer in: the chain ending at `tail`, read from the store (each blob read once into one
     buffer and hash-checked as it is read, tensors built over those bytes) and restored at its own
     positions; or an empty cache. Returns (cache, first free position, grafted artifact ids)."""
-    return _restore(engine, load_chain(store, tail) if tail else [])
+    from galahad.workers.kv_chain import graft as graft_chain  # torch: off model-free import paths
 
-
-def _restore(engine, chain: list):
-    from galahad.workers.graft import restore  # torch: off the import path of model-free commands
-
-    if not chain:
-        return engine.new_cache(), 0, []
-    return restore(engine, chain), chain[-1].meta.end, [a.id for a in chain]
-
-
-def chain_tokens(store: BlobStore, tail: str) -> list[tuple[str, list[int]]]:
-    """(artifact id, token ids) of each artifact of the chain ending at `tail`, root first (headers only)."""
-    from galahad.flywheel.artifacts.format import read_meta
-
-    out, current = [], tail
-    while current is not None:
-        if len(out) > 100_000:
-            raise ValueError(f"artifact chain from {tail[:16]} does not end: refusing a cycle")
-        meta = read_meta(store.get(current))  # hash-checked
-        out.append((current, list(meta.token_ids)))
-        current = meta.parent
-    return out[::-1]
+    return graft_chain(engine, store, tail)
 
 
 class Prepared:
@@ -93,7 +73,7 @@ class Prepared:
         t0 = time.perf_counter()
         ids = engine.encode(text, bos=not tail)
         if tail and recompute:
-            segments = chain_tokens(store, tail)
+            segments = [(art_id, list(meta.token_ids)) for art_id, meta in chain_headers(store, tail)]
             check_fits(engine, sum(len(seg) for _, seg in segments), len(ids), max_tokens)
             cache, start, artifacts = engine.new_cache(), 0, []
             for art_id, seg in segments:
@@ -101,9 +81,11 @@ class Prepared:
                 start += len(seg)
                 artifacts.append(art_id)
         else:
+            from galahad.workers.kv_chain import restore_chain  # torch: off the import path
+
             chain = load_chain(store, tail) if tail else []
             check_fits(engine, chain[-1].meta.end if chain else 0, len(ids), max_tokens)  # before any forward
-            cache, start, artifacts = _restore(engine, chain)
+            cache, start, artifacts = restore_chain(engine, chain)
         self.engine, self.artifacts, self.start, self.ids = engine, artifacts, start, list(ids)
         self._logits = engine.prefill(cache, self.ids, start, last_only=True)[-1]
         self._cache = cache

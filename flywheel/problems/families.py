@@ -11,6 +11,7 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from galahad.flywheel.config import DEFAULT_FAMILIES
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.records import Problem
 
@@ -87,8 +88,8 @@ FAMILIES: dict[str, Family] = {
 }
 
 
-# What `galahad run` seeds and `galahad eval transfer` evaluates by default: the one list.
-DEFAULT_FAMILIES: tuple[str, ...] = ("add1", "sub1", "mul1", "add2x1", "lin1")
+# What `galahad run` seeds and `galahad eval transfer` evaluates by default: `config.DEFAULT_FAMILIES`.
+assert set(DEFAULT_FAMILIES) <= set(FAMILIES), "config.DEFAULT_FAMILIES names an unknown family"
 
 
 def family(name: str) -> Family:

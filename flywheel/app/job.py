@@ -1,0 +1,99 @@
+"""The learning job: the one way to start the verify-then-cache loop, for `galahad run` and the service.
+
+`LearningJob` returns stale claims to the queue when its caller holds the data dir's run lock, starts the
+generator and depositor actors on the connected Ray cluster, records the run in the catalog, and drives
+the `Flywheel`: drained once (`galahad run`) or continuously, draining, polling for newly queued problems,
+again, until stopped (the service's learner). It resumes after a kill as the catalog says: each drain
+first reconciles verdicts whose deposit the kill interrupted, then claims every queued problem.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from galahad.flywheel.config import LoopConfig
+from galahad.flywheel.learn.loop import Flywheel, Tally
+
+if TYPE_CHECKING:
+    from galahad.flywheel.app.lock import RunLock
+    from galahad.flywheel.artifacts.store import LocalStore
+    from galahad.flywheel.catalog import Catalog
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """The actors a job starts: `generators` generators and one depositor of `model`, on `device`
+    (`auto`: cuda when the cluster has GPUs); a chain past `chain_max_tokens` starts a new one."""
+
+    model: str
+    model_cache: str
+    generators: int
+    chain_max_tokens: int | None
+    device: str = "auto"
+
+
+class LearningJob:
+    """One learning job on the connected Ray cluster, writing `catalog` and `store`.
+
+    `lock`: the data dir's run lock, held by the caller; holding it proves every claim left in the catalog
+    is stale, so they are returned to the queue. The job keeps a reference to it: a lock held for the
+    job's life (the service's learner actor) lasts as long as the job. `run_info` is recorded with the run
+    (`address`, `service`, ...) beside the model, its fingerprint, the generator count and the loop config.
+    """
+
+    def __init__(self, catalog: Catalog, store: LocalStore, workers: WorkerSpec, config: LoopConfig,
+                 run_info: dict[str, Any] | None = None, lock: RunLock | None = None):
+        from galahad.workers.actors import start_workers
+        from galahad.workers.runtime import DEFAULT_RUNTIME
+
+        self.catalog, self.config, self.lock = catalog, config, lock
+        if lock is not None:
+            catalog.release_claims()  # claims left by a killed local job: we hold the lock, so they are stale
+        self.generators, self.depositor, self.fingerprint = start_workers(
+            workers.model, workers.model_cache, DEFAULT_RUNTIME, workers.device, workers.generators,
+            str(store.root), workers.chain_max_tokens)
+        self.run_id = catalog.start_run({"model": workers.model, "model_fingerprint": self.fingerprint,
+                                         "generators": workers.generators, **(run_info or {}),
+                                         "loop": asdict(config)})
+        self.wheel = Flywheel(catalog, store, self.generators, self.depositor, self.fingerprint, config)
+        self.stopping = threading.Event()
+        self.drains = 0
+
+    @property
+    def tally(self) -> Tally:
+        return self.wheel.tally
+
+    def nodes(self) -> dict[str, Any]:
+        """The address each actor's node registered with (what the cluster's traffic uses)."""
+        import ray
+
+        addresses = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}
+        actors = [*self.generators, self.depositor]
+        nodes = [addresses.get(i, "?") for i in ray.get([a.node_id.remote() for a in actors])]
+        return {"generators": nodes[:-1], "depositor": nodes[-1]}
+
+    def drain(self, on_progress: Callable[[Tally], None] | None = None) -> Tally:
+        """Reconcile interrupted deposits, then claim and learn every queued problem (up to the config's
+        `limit`); returns when the queue is empty. A failed deposit ends it with its one-line reason."""
+        tally = self.wheel.run(self.run_id, on_progress)
+        self.drains += 1
+        return tally
+
+    def run_until_stopped(self, poll_seconds: float) -> Tally:
+        """Drain the queue, wait for more, again, until `stop()`."""
+        while not self.stopping.is_set():
+            before = self.tally.problems
+            self.drain()
+            if self.tally.problems == before:  # nothing was queued: wait before looking again
+                self.stopping.wait(poll_seconds)
+        return self.tally
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def finish(self, summary: dict[str, Any]) -> None:
+        """Record the run's summary in the catalog."""
+        self.catalog.finish_run(self.run_id, summary)

@@ -1,0 +1,69 @@
+"""Opening what a job or a command needs: the catalog, the artifact store, and the pinned answering engine.
+
+Also which catalog is the data dir's own (`is_embedded`): only that one is guarded by the run lock.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from galahad.flywheel.config import Paths
+
+if TYPE_CHECKING:  # imported where used: `galahad verify` and `--help` start without SQLAlchemy
+    from galahad.flywheel.artifacts.store import LocalStore
+    from galahad.flywheel.catalog import Catalog
+
+
+def open_storage(paths: Paths, catalog: str | None = None, store: str | Path | None = None,
+                 create: bool = False) -> tuple[Catalog, LocalStore]:
+    """(catalog, store) for a data dir; the catalog is migrated on open.
+
+    `catalog` is a SQLAlchemy URL (default: env GALAHAD_CATALOG, else the data dir's SQLite file), `store`
+    a folder (default: the data dir's store). Only jobs that produce a catalog (`run`, `serve`, `catalog
+    import`) pass `create=True`; otherwise a catalog that does not exist, or has no Galahad tables, is a
+    one-line error and nothing is created (not even the data dir)."""
+    from galahad.flywheel.artifacts.store import LocalStore
+    from galahad.flywheel.catalog import Catalog
+
+    url = paths.resolve_catalog(catalog)
+    if create:
+        paths.ensure()
+    opened = Catalog(url, create=create)
+    paths.ensure()
+    return opened, LocalStore(Path(store).expanduser() if store else paths.store)
+
+
+def open_catalog(url: str) -> Catalog:
+    """A catalog by URL, in a process of its own (a worker actor): created and migrated if need be."""
+    from galahad.flywheel.catalog import Catalog
+
+    return Catalog(url)
+
+
+def engine_for(model: str, paths: Paths, kernel_mode: str = "stock"):
+    """The answering engine runs under the default runtime: the one depositors write artifacts under."""
+    from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
+
+    runtime = DEFAULT_RUNTIME.with_(kernel_mode=kernel_mode)
+    pin_process_env(runtime)
+    from galahad.workers.engine import Engine
+    from galahad.workers.model_loader import load_model
+
+    return Engine(load_model(model, paths.models, runtime), runtime)
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The resolved database file of a SQLite URL (None for other databases or in-memory SQLite), so
+    `sqlite:////D/./catalog.sqlite3` and a symlink to the data dir name the same catalog."""
+    from galahad.flywheel.catalog.db import parse_url
+
+    u = parse_url(url)
+    if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:":
+        return None
+    return Path(u.database).expanduser().resolve()
+
+
+def is_embedded(url: str, paths: Paths) -> bool:
+    """Is this the data dir's own SQLite catalog, however the URL spells it?"""
+    return sqlite_file(url) == sqlite_file(paths.catalog_url)

@@ -1,0 +1,62 @@
+"""The flags more than one subcommand declares, declared once: `--data`, `--model`, and the learner's.
+
+`galahad run` and `galahad serve` both start the learning loop, so they share one declaration of its
+flags (`add_learner_flags`): the same names, the same defaults (from `config.DEFAULTS`), the same
+validators (`argtypes`), so both accept and refuse exactly the same values, refused by argparse in one
+line before anything starts. `--data` is a global option that also works after any subcommand
+(`add_data_flag` on every subparser, `galahad run --data DIR` as `galahad --data DIR run`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from galahad.flywheel.cli.argtypes import SEED, count, finite
+from galahad.flywheel.config import DATA_ENV, DEFAULT_DATA, DEFAULTS, MODEL_CACHE_ENV, MODEL_HELP
+
+DEVICES = ("auto", "cpu", "cuda")
+DATA_HELP = (f"data dir: catalog, artifact store and reports (env {DATA_ENV}, default {DEFAULT_DATA}); the model "
+             f"cache is not in it (env {MODEL_CACHE_ENV}, else $XDG_CACHE_HOME/galahad, else ~/.cache/galahad)")
+
+
+def add_data_flag(p: argparse.ArgumentParser, after_command: bool = False) -> None:
+    """`--data DIR`. After a subcommand its default is SUPPRESS, so it overrides the global one only when given."""
+    p.add_argument("--data", default=argparse.SUPPRESS if after_command else None, help=DATA_HELP)
+
+
+def add_data_flag_everywhere(parser: argparse.ArgumentParser) -> None:
+    """`--data` on every subcommand (and sub-subcommand) that does not declare it itself."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):  # aliases map to the same parser
+                if "--data" not in sub._option_string_actions:
+                    add_data_flag(sub, after_command=True)
+                add_data_flag_everywhere(sub)
+
+
+def add_model_flag(p: argparse.ArgumentParser, what: str = "") -> None:
+    """`--model`: tiny | gemma3-270m | a local model folder."""
+    p.add_argument("--model", default=DEFAULTS.model, help=f"{what}{MODEL_HELP}")
+
+
+def add_learner_flags(p: argparse.ArgumentParser, role: str = "", seed_help: str = "sampling seed") -> None:
+    """The flags `run` and `serve` share: model, sampling budget, seed, workers, device, Ray cluster.
+    `role` prefixes the learner-only help texts (`learner: ` for serve, whose learner they configure)."""
+    sampling, workers = DEFAULTS.loop.sampling, DEFAULTS.workers
+    add_model_flag(p)
+    p.add_argument("--k", type=count(), default=sampling.k,
+                   help=f"{role}samples per problem (budget, default {sampling.k})")
+    p.add_argument("--max-tokens", type=count(), default=sampling.max_tokens,
+                   help=f"{role}tokens per sample (budget, default {sampling.max_tokens})")
+    p.add_argument("--temperature", type=finite(), default=sampling.temperature,
+                   help=f"{role}sampling temperature, finite and >= 0 (default {sampling.temperature:g})")
+    p.add_argument("--seed", type=SEED, default=DEFAULTS.seeds.seed,
+                   help=f"{role}{seed_help} (default {DEFAULTS.seeds.seed})")
+    p.add_argument("--generators", type=count(), default=workers.generators,
+                   help=f"{role}generator actors (default {workers.generators})")
+    p.add_argument("--chain-max-tokens", type=count(), default=workers.chain_max_tokens,
+                   help=f"{role}start a new chain past this length (default {workers.chain_max_tokens})")
+    p.add_argument("--device", choices=DEVICES, default="auto",
+                   help=f"{role}where generators run; auto: cuda when the Ray cluster has GPUs (artifacts graft "
+                        "only under the same device)")
+    p.add_argument("--address", default=None, help="join an existing Ray cluster (host:port)")

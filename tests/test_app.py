@@ -1,0 +1,135 @@
+"""The application layer (`flywheel/app/`): the one run lock (never follows a symlink, never truncates,
+waits for a holder and then fails closed), and the one `LearningJob` that both `galahad run` and the
+service's learner start (tiny model, SQLite, a local Ray cluster): stale claims returned, committed
+verdicts reconciled, the run recorded."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import asdict
+
+import pytest
+
+from galahad.flywheel.app.lock import LEARNING, RunLock, run_lock
+from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.errors import GalahadError
+
+# --- the run lock -----------------------------------------------------------------------------------------
+
+
+def test_run_lock_refuses_a_symlink_and_changes_nothing_behind_it(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "run.lock").symlink_to(victim)
+    for wait in (0.0, 0.3):  # the service learner's waiting acquire is the same open
+        with pytest.raises(GalahadError, match="must be a regular file, not a symlink"):
+            run_lock(root, wait, LEARNING)
+    assert victim.read_text() == "precious"
+    assert (root / "run.lock").is_symlink()  # nothing replaced the link either
+    (root / "run.lock").unlink()
+    (root / "run.lock").symlink_to(tmp_path / "nowhere")  # a dangling link: nothing is created behind it
+    with pytest.raises(GalahadError, match="run lock"):
+        run_lock(root)
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_run_lock_is_a_regular_file_never_truncated_and_exclusive(tmp_path):
+    (tmp_path / "run.lock").mkdir()
+    with pytest.raises(GalahadError, match="run lock"):
+        run_lock(tmp_path)
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "run.lock").write_text("pid 1")
+    with run_lock(root) as held:
+        assert held.held
+        with pytest.raises(GalahadError, match="another `galahad run` is using"):
+            run_lock(root)
+    assert not held.held
+    assert (root / "run.lock").read_text() == "pid 1"
+    with RunLock(root):  # a `with` on an unheld lock takes it
+        pass
+
+
+def test_a_waiting_acquire_gets_the_lock_when_its_holder_lets_go_else_fails_closed(tmp_path):
+    holder = run_lock(tmp_path)
+    t0 = time.monotonic()
+    with pytest.raises(GalahadError, match="is learning in"):
+        run_lock(tmp_path, 0.5, LEARNING)
+    assert time.monotonic() - t0 >= 0.5
+    threading.Timer(0.3, holder.release).start()  # a killed driver's learner, exiting a moment later
+    waited = run_lock(tmp_path, 30, LEARNING)
+    assert waited.held
+    waited.release()
+
+
+# --- the one learning job ---------------------------------------------------------------------------------
+
+
+def test_galahad_run_and_the_service_learner_start_the_same_learning_job(tmp_path, model_cache, monkeypatch,
+                                                                         capsys):
+    import ray
+
+    from galahad.flywheel.app.cluster import start_ray
+    from galahad.flywheel.app.job import LearningJob
+    from galahad.flywheel.cli.main import main
+    from galahad.flywheel.config import LoopConfig
+    from galahad.flywheel.service.learner import start_learner
+    from galahad.workers.sampling import SamplingConfig
+
+    monkeypatch.setenv("GALAHAD_MODEL_CACHE", str(model_cache))
+    started: list[LearningJob] = []
+    real_init = LearningJob.__init__
+
+    def recorded(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        started.append(self)
+
+    monkeypatch.setattr(LearningJob, "__init__", recorded)
+    data = tmp_path / "data"
+    code = main(["--data", str(data), "run", "--model", "tiny", "--families", "add1", "--per-family", "6",
+                 "--all-templates", "--k", "2", "--max-tokens", "4", "--generators", "1", "--limit", "2",
+                 "--no-progress", "--json"])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [job.run_id for job in started] == [summary["run_id"]]
+    assert started[0].lock is not None and not started[0].lock.held  # held for the run, released after
+
+    # What a job killed mid-work leaves: a claim, and a verdict committed with no deposit behind it.
+    url = f"sqlite:///{data / 'catalog.sqlite3'}"
+    with Catalog(url) as cat:
+        assert sum(p["status"] == "pending" for p in cat.find_problems(limit=100)) >= 2
+        stale = cat.claim(1, "killed-job", 900)[0]["id"]
+        cut = next(p["id"] for p in cat.find_problems(limit=100) if p["status"] == "pending")
+        attempt = cat.add_attempt(cut, None, "fp", {}, f" {cat.problem(cut)['answer']}", 1, 0.0, 0.0)
+        cat.add_verification(attempt, "test", True, "ok")
+        cat.mark(cut, "verified")
+        assert [p["id"] for p in cat.unfinished_deposits()] == [cut]
+
+    start_ray(None, tmp_path / "ray-driver.log")
+    try:
+        config = LoopConfig(sampling=SamplingConfig(k=2, max_tokens=4))
+        job = start_learner("tiny", str(model_cache), url, str(data / "store"), config, 1, 400, "auto", str(data),
+                            0.0)
+        assert started == [started[0], job]  # the service's learner: the same class, started the same way
+        assert job.lock is not None and job.lock.held  # kept for the job's life
+        with pytest.raises(GalahadError, match="another"):
+            run_lock(data)
+        assert job.catalog.problem(stale)["status"] == "pending"  # the stale claim went back to the queue
+        tally = job.drain()
+        job.finish(asdict(tally))
+    finally:
+        ray.shutdown()
+    job.lock.release()
+    assert tally.reconciled == 1 and job.drains == 1
+    with Catalog(url) as cat:
+        assert not {"pending", "claimed"} & {p["status"] for p in cat.find_problems(limit=100)}
+        assert cat.unfinished_deposits() == [] and cat.verified_solution(cut)["artifact_id"]
+        runs = {r["id"]: r for r in cat.runs()}
+    cli_run, service_run = runs[summary["run_id"]], runs[job.run_id]
+    assert cli_run["config"]["address"] is None and "service" not in cli_run["config"]
+    assert service_run["config"]["service"] is True and service_run["config"]["model"] == "tiny"
+    assert service_run["summary"]["reconciled"] == 1
