@@ -54,7 +54,10 @@ def test_same_answer_different_mathematics_never_shares_a_key():
         for b in range(10):
             for op, text in (("+", f"What is {a} + {b}?"), ("-", f"What is {a} - {b}?"), ("*", f"What is {a} * {b}?"),
                              ("x", f"If x + {a} = {b}, what is x?")):
-                same_math = (op, frozenset((a, b))) if op in "+*" else (op, a, b)
+                # An equation's key is its linear normal form: the same solution set is the same key
+                # (x + 1 = 3 and x + 2 = 4 share one), so equations are the same mathematics by solution.
+                same_math = ((op, frozenset((a, b))) if op in "+*" else ("x", b - a) if op == "x"
+                             else (op, a, b))
                 problems.setdefault(canonical.canonical_key(text), set()).add(same_math)
     assert None not in problems
     assert all(len(v) == 1 for v in problems.values()), [v for v in problems.values() if len(v) > 1][:3]
@@ -156,7 +159,7 @@ def test_reconcile_finishes_a_missing_recall_artifact(memory):
     vid = catalog.add_verification(attempt, "test", True, "ok")
     # The kill fell between the library deposit and the recall deposit.
     span = dep.prefill("Question: What is 3 + 4?\nAnswer: 7\n\n", None, {"problem_id": pid})
-    catalog.deposit(store, span.data, verification_id=vid, library="template:t")
+    catalog.deposit(store, span.artifact_id, verification_id=vid, library="template:t")
     assert [p["id"] for p in catalog.missing_recalls()] == [pid] and not catalog.unfinished_deposits()
     from galahad.flywheel.learn.loop import Flywheel, Tally
 

@@ -11,10 +11,10 @@ import time
 import pytest
 from serve_harness import GALAHAD, Served, seed_solution
 
+from galahad.flywheel.app.lock import run_lock
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.service.client import Client, ServiceError
-from galahad.flywheel.service.learner import hold_lock
 from galahad.flywheel.service.security import authorized, is_loopback, token_for
 
 TOKEN = "test-token-0123456789abcdef"
@@ -111,7 +111,8 @@ def test_solve_with_gold_queues_the_problem_for_the_learner(served):
     text = "What is 4 + 4?"
     code, ans = served.json("POST", "/v1/solve", {"problem": text, "gold": "8"})
     assert code == 200 and ans["queued"] is True and ans["problem_id"] == problem_hash(text)
-    assert ans["verified"] in (True, False)  # checked against the gold given
+    assert ans["verified"] is None  # not memory's answer: the caller's gold sets only matches_gold
+    assert ans["matches_gold"] in (True, False) and ans["gold_source"] is None
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:  # the learner claims it and spends its budget (k=2)
         code, status = served.json("GET", f"/v1/problems/{ans['problem_id']}")
@@ -140,8 +141,44 @@ def test_solve_bad_input(served):
 def test_prompt_longer_than_the_context_window_is_refused_before_any_forward(served):
     before = _answers(served)
     # the tiny tokenizer is byte-level: 19,000 characters are ~19,000 tokens, past its 4,096 window
-    _error(served.json("POST", "/v1/solve", {"problem": "What is " + "1 + " * 4750 + "1?"}), 413, "context window")
+    _error(served.json("POST", "/v1/solve", {"problem": "What is " + "1 + " * 4750 + "1?"}), 413,
+           "prefills at most 1024")  # the per-request prefill budget (ServiceConfig.max_prompt_tokens)
     assert _answers(served) == before  # no answer was produced: the solver never ran
+
+
+def test_hostile_bodies_are_json_400s_never_500s(served):
+    for raw in (b'{"problem": ' + b"1" * 5000 + b"}",  # over Python's int-to-str digit limit
+                b"[" * 100_000 + b"]" * 100_000,  # nesting past the recursion limit
+                b'{"problem": "What is 1 + 1?\\ud800"}',  # a lone surrogate
+                b'{"problem": "What is 1 + 1?\\u0000"}'):  # NUL
+        code, _, body = served.request("POST", "/v1/solve", raw)
+        assert code in (400, 413), (code, body[:200])
+        assert set(json.loads(body)) == {"error"}
+    bad = {"id": "n1", "problem": "What is 1 + 1?\u0000", "answer": "2", "topic": "t", "source": "s"}
+    _error(served.json("POST", "/v1/problems", [bad]), 400, "NUL")
+    assert served.json("GET", f"/v1/problems/{problem_hash('What is 1 + 1?')}%0A")[0] == 404  # full-match ids
+
+
+def test_golds_are_checked_not_trusted(served):
+    # a computable gold that disagrees is refused, naming both values; nothing is queued
+    _error(served.json("POST", "/v1/solve", {"problem": "What is 3 * 2?", "gold": "12"}), 400, "computed value 6")
+    _error(served.json("POST", "/v1/problems", [{"id": "p1", "problem": "What is 1 + 1?", "answer": "3",
+                                                  "topic": "add1", "source": "me"}]), 400, "computed value 2")
+    assert served.json("GET", f"/v1/problems/{problem_hash('What is 1 + 1?')}")[0] == 404
+    # a gold nobody can compute is recorded with who gave it; a second, different one is a 409 conflict
+    item = {"id": "w1", "problem": "Sam has a dog named Rex. How many letters are in the dog's name?",
+            "answer": "3", "topic": "words", "source": "me"}
+    assert served.json("POST", "/v1/problems", [item])[0] == 200
+    assert served.json("POST", "/v1/problems", [item])[0] == 200  # the same gold again: idempotent
+    _error(served.json("POST", "/v1/problems", [{**item, "answer": "4"}]), 409, "conflicts with gold '3'")
+    # the same mathematics in other words with another gold is a conflict too (and wrong: refused first)
+    ok = {"id": "k1", "problem": "What is 7 + 8?", "answer": "15", "topic": "add1", "source": "me"}
+    assert served.json("POST", "/v1/problems", [ok])[0] == 200
+    _error(served.json("POST", "/v1/problems", [{**ok, "id": "k2", "problem": "Add 8 and 7.", "answer": "16"}]),
+           400, "computed value 15")
+    code, body = served.json("POST", "/v1/problems", [{**ok, "id": "k3", "problem": "Add 8 and 7.",
+                                                       "answer": "15.0"}])
+    assert code == 200, body  # the same value written otherwise agrees
 
 
 def _answers(served) -> float:
@@ -264,6 +301,7 @@ def _queue(data) -> tuple[dict, dict]:
         return cat.stats(), {p["id"]: p["status"] for p in cat.find_problems(limit=10_000)}
 
 
+@pytest.mark.slow  # two servers, kill -9 of the first while it learns
 def test_kill9_while_learning_then_serve_again_loses_and_duplicates_nothing(tmp_path, env):
     data = tmp_path / "data"
     # Enough work that the kill lands mid-run: 24 problems were once all finished (tiny model, batched
@@ -282,7 +320,7 @@ def test_kill9_while_learning_then_serve_again_loses_and_duplicates_nothing(tmp_
         server.kill9()
     # The learner actor may outlive its killed driver for a moment; it holds the run lock, so taking the lock
     # here proves no writer of the old job is left.
-    hold_lock(data / "run.lock", 120).close()
+    run_lock(data, 120).release()
     stats, before = _queue(data)
     assert stats["attempts"] >= 4 and len(before) == 240, stats
     assert stats["by_status"].get("claimed", 0) >= 1, stats  # killed mid-work: claims left behind

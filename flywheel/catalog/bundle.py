@@ -66,6 +66,8 @@ def _to_json(table: str, row: dict[str, Any]) -> dict[str, Any]:
 
 def _from_json(table: str, row: Any) -> dict[str, Any]:
     cols = _columns(table)
+    if isinstance(row, dict) and table == "problems" and "gold_source" not in row:
+        row = {**row, "gold_source": None}  # bundles written before migration 0003: provenance unknown
     if not isinstance(row, dict) or sorted(row) != sorted(cols):
         raise GalahadError(f"malformed bundle: a {table} row does not have the expected columns")
     out = dict(row)
@@ -439,7 +441,7 @@ def _check_tensors(path: Path, sizes: dict[str, int]) -> None:
 def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, rederive=None) -> dict[str, Any]:
     """Validate the whole bundle, then put its blobs and commit its rows; refuses without writing.
 
-    `rederive` (a `learn.rederive.Rederiver`, for `import --verify`): before anything is written, every
+    `rederive` (a `learn.rebuild_check.RebuildCheck`, for `import --verify`): before anything is written, every
     artifact is re-derived from its token ids and parent on the local engine; any whose bytes differ, or
     that cannot be re-derived here, refuses the whole bundle."""
     path = Path(path)

@@ -3,8 +3,10 @@
 `Catalog(url)` opens SQLite or any SQLAlchemy URL and migrates it to head. The catalog is also the durable
 work queue: problems are claimed with a lease, so a killed worker's problems become claimable again.
 
-Invariant: an artifact row is committed only after its blob is durable in the store (`deposit` puts
-first, then commits), so a crash anywhere leaves at most an orphan blob, never a row without bytes.
+Invariant: an artifact row is committed only after its blob is durable in the store. The depositor puts the
+blob itself; `deposit` never receives bytes: it reads the stored blob back, hash-checked, and records the
+row its header determines. So a crash anywhere leaves at most an orphan blob (gc's), never a row without
+bytes.
 Inserts are idempotent (ON CONFLICT DO NOTHING on content-derived keys): the same problem text or the same
 artifact bytes deposited twice, even by racing processes, is one row.
 """
@@ -19,11 +21,11 @@ from typing import Any
 from sqlalchemy import Connection, Table, exists, func, insert, select, update
 from sqlalchemy import exc as sa_exc
 
-from galahad.flywheel.artifacts.store import BlobStore, check_id, sha256_hex
+from galahad.flywheel.artifacts.store import PUT_THREADS, BlobStore, check_id
 from galahad.flywheel.catalog.db import now, open_engine, redact, write_transaction
 from galahad.flywheel.catalog.queries import Queries
 from galahad.flywheel.catalog.queue import WorkQueue
-from galahad.flywheel.catalog.recall import Recalls
+from galahad.flywheel.catalog.recalls import KEY, Recalls, key_row
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import ChainConflict, GalahadError
 from galahad.flywheel.problems.records import problem_hash  # one definition of "the same problem"
@@ -32,8 +34,7 @@ P, R, A, V, ART, LIB, ENT = (
     TABLES[t]
     for t in ("problems", "runs", "attempts", "verifications", "artifacts", "libraries", "library_entries")
 )
-__all__ = ["Catalog", "problem_hash", "now", "new_id", "store_location"]
-PUT_THREADS = 16
+__all__ = ["Catalog", "PUT_THREADS", "problem_hash", "now", "new_id", "store_location"]
 
 
 def storable(text: str) -> str:
@@ -48,6 +49,26 @@ def new_id() -> str:
 def store_location(store: BlobStore) -> str:
     root = getattr(store, "root", None)
     return f"file://{root}" if root is not None else type(store).__name__
+
+
+def _stored_header(store: BlobStore, artifact_id: str):
+    """(header, size) of a blob in the store, read back and hash-checked (a missing or corrupted blob, or
+    bytes that are no artifact, raise)."""
+    from galahad.flywheel.artifacts.format import read_meta  # off the catalog's import path
+
+    data = store.get_checked(artifact_id).buffer
+    return read_meta(data), len(data)
+
+
+def _artifact_row(artifact_id: str, meta, size: int, verification_id: str | None, location: str,
+                  created_at) -> dict[str, Any]:
+    """An artifact row: every column but the links is its blob's header."""
+    return dict(
+        id=artifact_id, parent_id=meta.parent, verification_id=verification_id, token_start=meta.start,
+        token_end=meta.end, n_tokens=len(meta.token_ids), size=size, model_fingerprint=meta.model_fingerprint,
+        runtime_fingerprint=meta.runtime_fingerprint, dtype=meta.dtype, layer_kinds=list(meta.layer_kinds),
+        token_ids=list(meta.token_ids), location=location, created_at=created_at,
+    )
 
 
 class Catalog(Queries, WorkQueue, Recalls):
@@ -121,11 +142,13 @@ class Catalog(Queries, WorkQueue, Recalls):
             rows.append(dict(
                 id=problem_hash(it["text"]), text=it["text"], answer=str(it["answer"]), source=it["source"],
                 topic=it["topic"], template=it.get("template"), external_id=it.get("external_id"),
+                gold_source=it.get("gold_source"),
                 status="pending", claimed_by=None, lease_until=None, claims=0, created_at=t, updated_at=t,
             ))
+        keys = [key_row(r["id"], r["text"]) for r in {r["id"]: r for r in rows}.values()]  # parsed outside the transaction
         with self.write() as conn:
             self.insert_ignore(conn, P, rows)
-            self._add_keys(conn, list({r["id"]: r for r in rows}.values()))
+            self.insert_ignore(conn, KEY, keys)
         return [r["id"] for r in rows]
 
     # -- runs, attempts, verifications ---------------------------------------------------------------
@@ -183,36 +206,27 @@ class Catalog(Queries, WorkQueue, Recalls):
     # -- artifacts and libraries ----------------------------------------------------------------------
 
     def deposit(
-        self, store: BlobStore, data: bytes, *, verification_id: str | None = None, library: str | None = None,
+        self, store: BlobStore, artifact_id: str, *, verification_id: str | None = None, library: str | None = None,
         new_chain: bool = False, location: str | None = None, recall: tuple[str, str] | None = None,
     ) -> str:
-        """Store the blob durably, then commit its row (parsed from the artifact header); returns its id.
+        """Record the row of an artifact its depositor already put in `store`; returns its id.
 
-        Idempotent: depositing the same bytes again returns the same id and adds no row. With `library`,
-        the artifact is appended to that library's current chain (its parent must be the chain's tail) or,
-        with `new_chain`, starts the next chain. With `recall=(problem_id, verification_id)`, the artifact
-        is recorded as the one that serves that problem's recurrence, in the same transaction.
+        The catalog never receives or writes the bytes: it reads the blob back, hash-checked, and parses the
+        row from the blob's own header, so a missing blob, or one whose bytes do not hash to `artifact_id`,
+        gets no row. Idempotent: recording the same artifact again returns its id and adds no row. With
+        `library`, the artifact is appended to that library's current chain (its parent must be the chain's
+        tail) or, with `new_chain`, starts the next chain. With `recall=(problem_id, verification_id)`, the
+        artifact is recorded as the one that serves that problem's recurrence, in the same transaction.
         """
-        from galahad.flywheel.artifacts.format import read_meta  # imports torch: keep it off the import path
-
-        meta = read_meta(data)
-        artifact_id = sha256_hex(data)
+        meta, size = _stored_header(store, check_id(artifact_id))
         if meta.parent is not None or verification_id is not None:
-            with self.engine.connect() as conn:  # refuse early, before any byte is written
+            with self.engine.connect() as conn:  # refuse early, before taking the write lock
                 if meta.parent is not None:
                     self._require(conn, ART, check_id(meta.parent), "parent artifact")
                 if verification_id is not None:
                     self._require(conn, V, verification_id, "verification")
-        if store.put(data) != artifact_id:
-            raise GalahadError(f"store returned a different id for artifact {artifact_id[:16]}")
-        row = dict(
-            id=artifact_id, parent_id=meta.parent, verification_id=verification_id, token_start=meta.start,
-            token_end=meta.end, n_tokens=len(meta.token_ids), size=len(data),
-            model_fingerprint=meta.model_fingerprint, runtime_fingerprint=meta.runtime_fingerprint,
-            dtype=meta.dtype, layer_kinds=list(meta.layer_kinds), token_ids=list(meta.token_ids),
-            location=location or store_location(store), created_at=now(),
-        )
-        with self.write() as conn:  # the blob is durable: only now may a row point at it
+        row = _artifact_row(artifact_id, meta, size, verification_id, location or store_location(store), now())
+        with self.write() as conn:  # the blob is durable and is what its id says: only now may a row point at it
             if not self.insert_ignore(conn, ART, [row]) and verification_id is not None:
                 conn.execute(update(ART).where(ART.c.id == artifact_id, ART.c.verification_id.is_(None))
                              .values(verification_id=verification_id))
@@ -222,20 +236,21 @@ class Catalog(Queries, WorkQueue, Recalls):
                 self._set_recall(conn, recall[0], artifact_id, recall[1])
         return artifact_id
 
-    def deposit_many(self, store: BlobStore, blobs: list[bytes], *, library: str | None = None,
+    def deposit_many(self, store: BlobStore, artifact_ids: list[str], *, library: str | None = None,
                      location: str | None = None) -> list[str]:
-        """Bulk `deposit` (bundles, backfills): every blob durable first, then all rows in one transaction.
+        """Bulk `deposit` (bundles, backfills) of artifacts already put in `store` (`BlobStore.put_many`):
+        every blob read back hash-checked, then all rows in one transaction.
 
-        A parent must come earlier in `blobs` or already be in the catalog; with `library`, the blobs are
-        appended in order to its current chain.
+        A parent must come earlier in `artifact_ids` or already be in the catalog; with `library`, the
+        artifacts are appended in order to its current chain.
         """
-        from galahad.flywheel.artifacts.format import read_meta
-
-        metas = [read_meta(b) for b in blobs]
-        ids = [sha256_hex(b) for b in blobs]
+        ids = [check_id(a) for a in artifact_ids]
+        # Read back in parallel: on a shared filesystem each read waits on the network.
+        with ThreadPoolExecutor(max_workers=max(1, min(PUT_THREADS, len(ids)))) as pool:
+            headers = list(pool.map(lambda aid: _stored_header(store, aid), ids))
         earlier: set[str] = set()
         outside = set()
-        for aid, meta in zip(ids, metas, strict=True):
+        for aid, (meta, _size) in zip(ids, headers, strict=True):
             if meta.parent is not None and meta.parent not in earlier:
                 outside.add(check_id(meta.parent))
             earlier.add(aid)
@@ -244,19 +259,8 @@ class Catalog(Queries, WorkQueue, Recalls):
         if outside - found:
             raise GalahadError(f"unknown parent artifact {sorted(outside - found)[0][:16]} (not in the catalog or "
                                "earlier in the batch)")
-        # Puts run in parallel: each is fsync-bound, and concurrent fsyncs share the filesystem's journal
-        # commits (~10x the rate of one after another here). `BlobStore.put` must be thread-safe.
-        with ThreadPoolExecutor(max_workers=max(1, min(PUT_THREADS, len(blobs)))) as pool:
-            stored = list(pool.map(store.put, blobs))
-        if stored != ids:
-            raise GalahadError("store returned different ids than the artifacts' hashes")
         t, where = now(), location or store_location(store)
-        rows = [dict(
-            id=aid, parent_id=m.parent, verification_id=None, token_start=m.start, token_end=m.end,
-            n_tokens=len(m.token_ids), size=len(data), model_fingerprint=m.model_fingerprint,
-            runtime_fingerprint=m.runtime_fingerprint, dtype=m.dtype, layer_kinds=list(m.layer_kinds),
-            token_ids=list(m.token_ids), location=where, created_at=t,
-        ) for aid, m, data in zip(ids, metas, blobs, strict=True)]
+        rows = [_artifact_row(aid, m, size, None, where, t) for aid, (m, size) in zip(ids, headers, strict=True)]
         with self.write() as conn:  # all blobs are durable
             self.insert_ignore(conn, ART, list({r["id"]: r for r in rows}.values()))
             if library is not None:

@@ -67,6 +67,7 @@ class ProblemRow(Base):
     topic: Mapped[str] = mapped_column(String(200), index=True)
     template: Mapped[str | None] = mapped_column(String(200), index=True)
     external_id: Mapped[str | None] = mapped_column(String(200))
+    gold_source: Mapped[str | None] = mapped_column(String(300))  # `computed`, or who gave the gold
     status: Mapped[str] = mapped_column(String(16), default="pending")
     claimed_by: Mapped[str | None] = mapped_column(String(200))
     lease_until: Mapped[datetime | None] = mapped_column(DateTime)

@@ -1,7 +1,11 @@
-"""`galahad problems ls | sample | stats`: look at problem sources before a run uses them.
+"""`galahad problems ls | sample | stats | check | key`: look at problem sources before a run uses them.
 
 `--source` takes a registered name (see `ls`), `rg:<reasoning-gym dataset>` or a problem JSONL file;
 `stats` on a file is also its validation (a malformed line is a one-line error with its number).
+`check FILE` prints every finding (schema, duplicate ids, conflicting golds for the same text or key,
+golds that disagree with a computable value) and exits 1 if there is any. `key [TEXT ...]` prints each
+text's canonical key, or `none` (one text a line from stdin when no TEXT is given), so a user can see why
+two texts match; `--json` prints one `{"text", "key"}` object a line.
 """
 
 from __future__ import annotations
@@ -32,6 +36,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--seed", type=SEED, default=0)
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(func=func)
+
+    check = verbs.add_parser("check", help="every finding in a problem file: schema, duplicates, golds; exit 1 if any")
+    check.add_argument("file", help="a problem JSONL file")
+    check.add_argument("--json", action="store_true", help="one JSON object per finding")
+    check.set_defaults(func=cmd_check)
+
+    key = verbs.add_parser("key", help="the canonical key of each text (or of each stdin line), or none")
+    key.add_argument("texts", nargs="*", metavar="TEXT", help="problem texts (default: one a line from stdin)")
+    key.add_argument("--json", action="store_true", help='one {"text", "key"} object a line')
+    key.set_defaults(func=cmd_key)
 
 
 def _load(args: argparse.Namespace) -> list[Problem]:
@@ -103,4 +117,40 @@ def cmd_stats(args: argparse.Namespace) -> int:
                 print(f"  ... {len(value) - 15} more")
         else:
             print(f"{key}: {value}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from galahad.flywheel.errors import GalahadError
+    from galahad.flywheel.problems.check import findings
+
+    path = Path(args.file)
+    try:
+        with path.open(encoding="utf-8") as f:
+            found = findings(f, str(path))
+    except FileNotFoundError:
+        raise GalahadError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise GalahadError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    for line in found:
+        print(json.dumps({"finding": line}, ensure_ascii=False) if args.json else line)
+    if not args.json:
+        print(f"{len(found)} finding(s) in {path}" if found else f"OK: {path} has no findings")
+    return 1 if found else 0
+
+
+def cmd_key(args: argparse.Namespace) -> int:
+    import sys
+
+    from galahad.flywheel.problems.canonical import canonical_key
+
+    texts = args.texts if args.texts else (line.rstrip("\n") for line in sys.stdin)
+    for text in texts:
+        key = canonical_key(text)
+        if args.json:
+            print(json.dumps({"text": text, "key": key}, ensure_ascii=False))
+        else:
+            print(f"{key or 'none'}\t{text}")
     return 0

@@ -1,13 +1,20 @@
-"""Answering with memory: exact hash -> canonical key -> similar text -> transfer -> base model.
+"""Answering with memory: exact hash -> canonical key -> similar example -> transfer -> base model.
 
 A verified problem is answered from its recall artifact (its own solution alone after BOS, so it is the
-nearest and only example): asked again in the same words (`hash`), in other words or notation with the
-same mathematics (`key`: `problems/canonical.py`, never the answer), or, for problems the key reader does
-not parse, in similar words with the same numbers (`similar`). The matched problem's own question is asked
-after its graft, so the model copies its verified answer, and the verifier checks it against that gold.
-Transfer grafts a prefix of the chain of solutions to problems of the same template (or topic) as worked
-examples (`policy.py`); the base model answers what memory cannot. `routes` is the one order: `solve` and
-`eval transfer`'s `system` condition both walk it, and every answer goes through `recall.graft_decode`.
+nearest and only example): asked again in the same words (`hash`) or in other words or notation with the
+same mathematics (`key`: `problems/canonical.py`, a sound total parse: the same key means the same exact
+value). The matched problem's own question is asked after its graft, so the model copies its verified
+answer, and the verifier checks it against that gold. `verified: true` means exactly one thing: the
+answer is the catalog's verified answer to this same problem (same hash or same key); it carries the
+gold's provenance (`gold_source`: `computed`, or who gave it).
+
+For a text the key reader does not parse, the most similar verified problem with the same numbers in
+the same order (`similar`) is grafted as a worked example and the *asked* question is decoded after it:
+the answer is the model's, `verified` stays unknown (None), since similar words can be different
+mathematics ("9 mod 3" after "9 - 3"). Transfer grafts a prefix of the chain of solutions to problems of
+the same template (or topic) as worked examples (`policy.py`); the base model answers what memory cannot.
+`routes` is the one order: `solve` and `eval transfer`'s `system` condition both walk it, and every
+answer goes through `recall.graft_decode`.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 
 from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog, problem_hash
+from galahad.flywheel.config import BUDGETS
 from galahad.flywheel.memory.policy import RecallPolicy, RetrievalPolicy, library_prefix
 from galahad.flywheel.memory.recall import graft_decode, render
 from galahad.flywheel.problems import canonical
@@ -37,9 +45,10 @@ class Answer:
     output_text: str
     grafted_artifacts: list[str] = field(default_factory=list)
     grafted_tokens: int = 0
-    verified: bool | None = None  # only known when a gold answer is known (a recalled problem, or evals)
+    verified: bool | None = None  # True only for the catalog's verified answer to this same problem (hash, key)
     reason: str | None = None
-    matched_problem: str | None = None  # the verified problem recalled (hash, key, similar)
+    matched_problem: str | None = None  # the verified problem recalled (hash, key) or grafted as the example (similar)
+    gold_source: str | None = None  # who vouches for the recalled gold: `computed`, or who gave it
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -56,6 +65,13 @@ class Route:
     max_tokens: int
     gold: str | None = None  # the matched problem's verified answer: a route is taken only if it verifies
     matched_problem: str | None = None
+    gold_source: str | None = None
+
+
+def provenance(hit: dict) -> str | None:
+    """Who vouches for a recalled problem's gold: its `gold_source`, or (rows older than gold checks)
+    `unchecked:<source>`."""
+    return hit.get("gold_source") or (f"unchecked:{hit['source']}" if hit.get("source") else None)
 
 
 def shape(text: str) -> str:
@@ -65,7 +81,8 @@ def shape(text: str) -> str:
 
 class Solver:
     def __init__(self, engine, catalog: Catalog, store: BlobStore, verifier: Verifier | None = None,
-                 max_tokens: int = 8, base_max_tokens: int = 12, recall_policy: RecallPolicy | None = None):
+                 max_tokens: int = BUDGETS.answer_tokens, base_max_tokens: int = BUDGETS.base_tokens,
+                 recall_policy: RecallPolicy | None = None):
         self.engine, self.catalog, self.store = engine, catalog, store
         self.verifier = verifier or Verifier()
         self.max_tokens, self.base_max_tokens = max_tokens, base_max_tokens
@@ -143,11 +160,15 @@ class Solver:
                policy: RetrievalPolicy | None = None) -> Iterator[Route]:
         """hash -> key -> similar -> transfer -> base, lazily (a later matcher runs only if needed)."""
         seen: set[str] = set()
-        for path, match in (("hash", self.match_hash), ("key", self.match_key), ("similar", self.match_similar)):
+        for path, match in (("hash", self.match_hash), ("key", self.match_key)):
             hit = match(text)
             if hit and hit["id"] not in seen:
                 seen.add(hit["id"])
-                yield Route(path, hit["artifact_id"], hit["text"], "query", self.max_tokens, hit["answer"], hit["id"])
+                yield Route(path, hit["artifact_id"], hit["text"], "query", self.max_tokens, hit["answer"],
+                            hit["id"], provenance(hit))
+        hit = self.match_similar(text) if not seen else None
+        if hit:  # a worked example only: the asked question after it, the model's answer, never verified
+            yield Route("similar", hit["artifact_id"], text, "query", self.max_tokens, None, hit["id"])
         if template is None and topic is None:
             found = self.classify(text)
             template, topic = (found["template"], found["topic"]) if found else (None, None)
@@ -160,9 +181,10 @@ class Solver:
         r = graft_decode(self.engine, self.store, route.tail, render(route.asked, route.prompt), route.max_tokens)
         ans = Answer(r.answer, route.path, len(r.output_token_ids), r.seconds, r.output_text, r.artifacts,
                      r.start, matched_problem=route.matched_problem)
-        if route.gold is not None:
+        if route.gold is not None:  # a recall of this same problem (hash or key): checked against its gold
             verdict = self.verifier.check_answer(route.gold, ans.answer)
             ans.verified, ans.reason = verdict.verified, verdict.reason
+            ans.gold_source = route.gold_source if verdict.verified else None
         return ans
 
     def solve(self, text: str, template: str | None = None, topic: str | None = None,
@@ -184,10 +206,7 @@ class Solver:
         if not hit:
             return None
         return self.answer_route(Route("hash", hit["artifact_id"], hit["text"], "query", self.max_tokens,
-                                       hit["answer"], hit["id"]))
-
-    def base_answer(self, text: str, max_tokens: int | None = None) -> Answer:
-        return self.answer_route(Route("base", None, text, "few-shot", max_tokens or self.base_max_tokens))
+                                       hit["answer"], hit["id"], provenance(hit)))
 
     def transfer(self, text: str, template: str | None = None, topic: str | None = None,
                  policy: RetrievalPolicy | None = None) -> Answer | None:

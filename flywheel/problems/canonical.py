@@ -1,11 +1,77 @@
 """Canonical problem keys: the same mathematics in other words or notation gets the same key.
 
-`canonical_key(text)` reads a problem's operation and operands (number words, "sum of", "product of",
-"difference", "subtract b from a", x / × / *, "Solve for x:", "Find x if", "If x + b = c, what is x?")
-into a sympy expression parsed with `evaluate=False`, so `2 + 2` stays `2 + 2` and never becomes `4`:
-the key is the problem's structure, never its answer. Arguments of commutative operations (+, *) and the
-two sides of an equation are sorted, and an equation's one unknown is renamed `x`. A problem the reader
-does not recognise as a whole gets no key (None): nothing is guessed from part of a sentence.
+`canonical_key(text)` is `e:<tree>` for an expression to evaluate, `q:<A>x<+B>` for a one-unknown linear
+equation, or None. The reader is SOUND (the same key means the same exact value, or for an equation the
+same solution set), TOTAL (every word and symbol of the text is accounted for, or there is no key) and
+BOUNDED (no evaluation while keying; deterministic work limits). It is its own tokenizer and all-parses
+recursive-descent parser (`key_lexer.py`, `key_parse.py`, `key_grammar.py`, `key_phrases.py`,
+`key_frames.py`, `key_tree.py`): a text with two readings whose keys differ gets no key, and so does a
+text with a reading marked doubtful (an ambiguity below). `value(text_or_key)` is the exact `Fraction` the key denotes
+(an equation's unique solution), computed under explicit size bounds, or None.
+
+Keys. An expression's key is its tree with `+`/`*` flattened and sorted, subtraction kept as `+(a,-(b))`,
+division as `*(a,/(b))`, `-` on a literal folded into it (`-3`), number words and decimals as exact
+rationals (`0.5` is `1/2`; `1/2` is `*(1,/(2))`). Never evaluated: `2 + 2` and `3 + 1` differ. An
+equation's key is the primitive integer form A*x + B = 0 (A > 0, gcd 1) of lhs - rhs: any letter, any
+arrangement, any linear rewriting with the same solution (`x + 3 = 7`, `7 = 3 + x`, `2x = 8` share one).
+Non-linear equations, no or infinitely many solutions -> no key.
+
+Read (case-insensitive; `?`/`.` at the end optional):
+- numbers: digits, decimals, strict thousands groups (1,234), unary minus `-3`, "minus 3", "negative 3";
+  words zero..nineteen, tens, "twenty-one"/"twenty one", "(a|one..nine) hundred [and] ...", "a thousand",
+  "three thousand two hundred and five", million, billion; literals of at most 30 digits.
+- symbols: + - * / ^ ** ( ) and x (spaced, no unknown), x · ÷ − – ² ³, implicit products `2x`, `3(x+1)`.
+- words: plus, add, minus, less, subtract, times, multiplied by, divided by, over, take away, increased/
+  decreased/reduced by, A added to B, A subtracted from B, A more than B, A less/fewer than B (a product
+  may follow: "5 more than 3 times n" is 3n + 5), squared, cubed, A doubled/tripled/halved, to the power
+  (of), raised to (the power of), to the Nth/fourth (power); the sum/total/product of A, B and C, the
+  quotient of A and B, the quotient of A divided by B, the quotient when A is divided by B, the difference
+  of/between A and B (A >= B only, see below), the square/cube/Nth power of A, twice/double/triple/thrice
+  A, (one) half of A, one-half of A, a/one third/quarter/fourth of A, 3/4 of A, the result of adding/
+  subtracting/multiplying/dividing/taking/... .
+- questions: What is / What's / How much is / Calculate / Compute / Evaluate(:) / Find / Work out /
+  Determine / Solve / Simplify / Give / Tell me / What (is) the value|result of / Find the result of /
+  ... E; "E = ?", "E =", "E equals (what)", "E is (what)", "What is E equal to?", "What does E equal?",
+  "Tell me what E is"; a bare expression; "How many times does A go into B?"; commands (optionally after
+  please / can you) "Add (together) A and B", "Sum A and B", "Put together A and B", "Add A to B",
+  "Subtract A from B", "Minus A from B", "Take (away) A (away) from B", "Multiply A by/and B", "Divide A by
+  B", "Double / Triple / Halve / Square / Cube A", "Increase/Decrease/Reduce A by B", "Raise A to the power
+  of B", optionally followed by "What is left?" / "What do you get?" / "What is the total?" or "and tell me
+  the result"; "What do you get / What is left when/if you <command>?", "What do you get by <gerund>?",
+  "If you <command>, what do you get?"; no-math preambles and trailers
+  ("State the final answer to the following arithmetic problem:", "Solve the following multiplication:",
+  "Give only the result as your final answer.").
+- equations (one unknown, any letter; "=", "equals", "is equal to", and "is" after if/find): "Solve for x:
+  EQ", "Solve EQ", "Solve EQ for x", "Find / Determine / What is (the value of) x if/when/given/in the
+  equation/that satisfies: EQ", "If / Given / Suppose EQ, what is / find / then x (= ?)", "EQ. What is x?",
+  "EQ, x = ?", a bare "EQ", "What is the solution to EQ?", "What/Which value of x satisfies/makes EQ
+  (true)?", "For what value of x is EQ?", "For what value of x does A equal B?", "Let q = E. What is q?",
+  "What number plus 7 gives/equals/is/makes 16?", "What number, when added to / multiplied by /
+  subtracted from ... 5, gives 12?", "If a number plus 3 is 7, what is the number?", "Twice a number is
+  10. What is the number?".
+
+Refused as ambiguous (no key), and why:
+- "the difference of/between a and b" with a < b: a - b (school) or |a - b| (generators) disagree; with
+  a >= b both readings agree, so it keys as a - b.
+- word operators mixed with another precedence level without brackets ("two plus three times four",
+  "2 * 3 plus 4", "2 to the power of 3 plus 1", "10 divided by 2 plus 3"): spoken precedence is
+  unreliable.
+- open scopes that change the value: "the product of 2 and 3 plus 4", "twice 3 plus 4", "the sum of 2 and
+  3 squared"; and number words whose "and" could also join list items with a different structure
+  ("the sum of one hundred and five and three").
+- chained reversed words ("2 less than 5 less than 9"), a word chain after a word division ("8 divided by
+  2 times 4", "100 divided by 4 divided by 5"), implicit multiplication after a division or a power
+  ("6/2(1+2)", "1/2x", "2^3(4)"), a product BEFORE a reversed word ("3 times 4 more than 2"), the LAST
+  operand of a command or open word as an unbracketed chain ("multiply 2 by 3 + 4", "double 3 squared").
+- unary minus on a power ("-3^2", "negative 2 squared": the power_function generator means (-3)^2),
+  chained powers ("2^3^2", "3 squared squared").
+Refused as unsupported (no key): `!`, `%`/percent, mod, `//`, xor, bases and `0x10`, `1e5`, mixed numbers
+"2 1/2", "10 thousand", "twelve hundred", "twenty-ten", "6 to the 2", "x" as times in an equation or
+unspaced (`3x4`), commas that are not thousands groups, units, currency, any instruction that changes
+the answer (rounding, "in binary", "as a fraction"), inequalities, two unknowns, texts longer than
+MAX_CHARS, lone surrogates, NUL. `3,500` is read as the English thousands grouping (3500), never as a
+decimal comma; `1,2` and `1,2345` are refused. Note: reasoning_gym's basic_arithmetic evaluates `/` as
+floor division when its divisions are inexact; here `/` is always true division.
 
 `numbers(text)` is the multiset of numbers a problem mentions (number words included), the restriction
 for the text-similarity fallback; `similarity` is that fallback's score. Torch-free, SQL-free.
@@ -15,10 +81,107 @@ from __future__ import annotations
 
 import difflib
 import re
+from fractions import Fraction
 from functools import lru_cache
 
-KEY_VERSION = "k1"
-MAX_CHARS = 300  # longer texts are not arithmetic one-liners: no key
+from galahad.flywheel.problems import key_tree
+from galahad.flywheel.problems.key_frames import readings
+from galahad.flywheel.problems.key_lexer import Refuse, admissible, tokenize
+
+KEY_VERSION = "k2"  # k1 was the sympy reader; every stored key is recomputed (catalog.ensure_keys)
+MAX_CHARS = 300  # checked first: a longer text is no arithmetic one-liner, no key
+
+
+def _prepare(text) -> str | None:
+    if not isinstance(text, str) or len(text) > MAX_CHARS or not admissible(text):
+        return None
+    return text.replace("\u2019", "'").lower()
+
+
+def _reading_key(r: tuple) -> str | None:
+    if r[0] == "e":
+        tree = r[1]
+        if tree[0] == "n" or key_tree.has_var(tree):
+            return None  # a bare number is no problem to recall
+        k = "e:" + key_tree.key(tree)
+    else:
+        form = key_tree.equation_form(r[1], r[2])
+        if form is None:
+            return None
+        k = f"q:{form[0]}x{form[1]:+d}"
+    return k if len(k) <= key_tree.MAX_KEY_CHARS and "?(" not in k else None
+
+
+@lru_cache(maxsize=4096)
+def _read(text: str) -> tuple[str, tuple] | None:
+    """(key, reading) when the text has exactly one reading key, else None."""
+    t = _prepare(text)
+    if t is None:
+        return None
+    try:
+        found = readings(tokenize(t))
+    except Refuse:
+        return None
+    keyed = {}
+    for r in found.values():
+        keyed.setdefault(_reading_key(r), r)
+    if len(keyed) != 1 or None in keyed:
+        return None
+    (k, r), = keyed.items()
+    return k, r
+
+
+def reader_work(text: str) -> int | None:
+    """The deterministic work the reader spends on a text: grammar steps (at most key_grammar.MAX_STEPS),
+    or None when it stops before parsing (not a str, longer than MAX_CHARS, a character outside the
+    whitelist, or a lexical refusal such as a literal of more than 30 digits or too many tokens)."""
+    t = _prepare(text)
+    if t is None:
+        return None
+    try:
+        toks = tokenize(t)
+    except Refuse:
+        return None
+    work = [0]
+    try:
+        readings(toks, work)
+    except Refuse:
+        pass
+    return work[0]
+
+
+def canonical_key(text: str) -> str | None:
+    """`e:<tree>` or `q:<form>` for a problem read soundly as a whole, else None. Same key = same math."""
+    if not isinstance(text, str) or len(text) > MAX_CHARS:
+        return None  # before the cache, so long texts are neither hashed nor kept
+    got = _read(text)
+    return None if got is None else got[0]
+
+
+def key_value(k: str) -> Fraction | None:
+    """The exact value an `e:` key denotes, or the solution a `q:` key denotes (None if out of bounds)."""
+    if not isinstance(k, str):
+        return None
+    if k.startswith("q:"):
+        return key_tree.key_solution(k)
+    tree = key_tree.parse_key(k)
+    return None if tree is None else key_tree.value(tree)
+
+
+def value(text_or_key: str) -> Fraction | None:
+    """The exact answer of a problem text (or of a key from `canonical_key`), or None where the reader
+    gives no key or the value is undefined (division by zero) or beyond the size bounds."""
+    if not isinstance(text_or_key, str):
+        return None
+    if text_or_key.startswith(("e:", "q:")):
+        v = key_value(text_or_key)
+        if v is not None:
+            return v
+    got = _read(text_or_key) if len(text_or_key) <= MAX_CHARS else None
+    return None if got is None else key_value(got[0])
+
+
+# -- the similarity fallback's helpers (unchanged behaviour, except that `!` is no longer dropped) ------
 
 _UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
           "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
@@ -26,44 +189,10 @@ _TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ni
 WORD_VALUES = {w: i for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
 _TENS_RE = "|".join(_TENS)
 _WORD_RE = re.compile(rf"\b(?:({_TENS_RE})[- ]({'|'.join(_UNITS[1:10])})|({'|'.join(WORD_VALUES)}))\b")
-_NUMBER = r"-?\d+(?:\.\d+)?"
-_N = rf"({_NUMBER})"
-_EXPR_CHARS = re.compile(r"^[0-9x+\-*/^(). ]+$")
-
-# Whole-sentence phrasings -> an expression over the captured operands ({0}, {1}). Order matters only
-# where the wording does: "subtract a from b" is b - a.
-_PHRASES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(rf"^{p}$"), e) for p, e in (
-    (rf"(?:what is |compute |calculate |find )?the sum of {_N} and {_N}", "({0})+({1})"),
-    (rf"(?:what is |compute |calculate |find )?the product of {_N} and {_N}", "({0})*({1})"),
-    (rf"(?:what is |compute |calculate |find )?the difference (?:of|between) {_N} and {_N}", "({0})-({1})"),
-    (rf"(?:what is |compute |calculate |find )?the quotient of {_N} and {_N}", "({0})/({1})"),
-    (rf"add {_N} and {_N}", "({0})+({1})"),
-    (rf"(?:what do you get (?:if|when) you )?add {_N} to {_N}", "({1})+({0})"),
-    (rf"(?:what do you get (?:if|when) you )?subtract {_N} from {_N}", "({1})-({0})"),
-    (rf"(?:what do you get (?:if|when) you )?multiply {_N} (?:by|and) {_N}", "({0})*({1})"),
-    (rf"(?:what do you get (?:if|when) you )?divide {_N} by {_N}", "({0})/({1})"),
-    (rf"(?:what is |how much is )?{_N} subtracted from {_N}", "({1})-({0})"),
-    (rf"(?:what is |how much is )?{_N} added to {_N}", "({1})+({0})"),
-    (rf"(?:what is |how much is )?{_N} take away {_N}", "({0})-({1})"),
-    (rf"(?:what is |how much is )?{_N} multiplied by {_N}", "({0})*({1})"),
-    (rf"(?:what is |how much is )?{_N} divided by {_N}", "({0})/({1})"),
-    (rf"what number plus {_N} equals {_N}", "eq:x+({0})=({1})"),
-))
-_ASK_EXPR = re.compile(r"^(?:what is|what's|how much is|compute|calculate|evaluate|find|work out)\s+(.+?)$")
-_EXPR_ASKED = re.compile(r"^(.+?)\s*(?:=|equals|is)\s*(?:\?|what|how much)?$")
-_EQ_FORMS = (
-    re.compile(r"^solve for ([a-z])\s*:?\s*(.+=.+)$"),
-    re.compile(r"^solve (.+=.+?) for ([a-z])$"),
-    re.compile(r"^find (?:the value of )?([a-z])\s*(?:if|when|:|given)\s*(.+=.+)$"),
-    re.compile(r"^(?:if|given) (.+=.+?)\s*,?\s*(?:what is|find|then)\s*(?:the value of )?([a-z])\s*(?:=\s*)?$"),
-    re.compile(r"^(.+=.+?)\s*[.,]?\s*(?:what is|find)\s*([a-z])$"),
-    re.compile(r"^(.+=.+?)\s*[.,]\s*([a-z])\s*=$"),
-    re.compile(r"^solve\s*:?\s*(.+=.+)$"),
-)
 
 
 def normalize(text: str) -> str:
-    """Casefold, unify operator glyphs, spell number words as digits, trim trailing punctuation."""
+    """Casefold, unify operator glyphs, spell number words as digits, trim a trailing `?`/`.`."""
     t = " ".join(text.casefold().split())
     t = (t.replace("\u00d7", "*").replace("\u22c5", "*").replace("\u00b7", "*").replace("\u00f7", "/")
          .replace("\u2212", "-").replace("\u2013", "-"))
@@ -72,7 +201,7 @@ def normalize(text: str) -> str:
                      else str(WORD_VALUES[m.group(3)]), t)
     t = re.sub(r"\b(\d+) (plus|minus|times) (\d+)\b",
                lambda m: f"{m.group(1)} {dict(plus='+', minus='-', times='*')[m.group(2)]} {m.group(3)}", t)
-    return t.strip().rstrip("?.!").strip()
+    return t.strip().rstrip("?.").strip()
 
 
 _SIGNED = re.compile(r"(?:(?<![\w).])-)?\d+(?:\.\d+)?")  # 7-3 is 7 and 3; a sign only where no operand precedes
@@ -91,96 +220,3 @@ def number_sequence(text: str) -> list[str]:
 def similarity(a: str, b: str) -> float:
     """Text similarity of two problems (normalized text, 0..1): the fallback for problems with no key."""
     return difflib.SequenceMatcher(None, normalize(a), normalize(b)).ratio()
-
-
-def _serialize(e) -> str:
-    """A canonical string for an unevaluated sympy tree: + and * arguments sorted, nothing computed."""
-    import sympy
-
-    if isinstance(e, sympy.Rational) or isinstance(e, sympy.Float):
-        return str(e)
-    if isinstance(e, sympy.Symbol):
-        return e.name
-    args = [_serialize(a) for a in e.args]
-    if isinstance(e, (sympy.Add, sympy.Mul)):
-        args.sort()
-    if isinstance(e, sympy.Equality):
-        args.sort()
-    return f"{type(e).__name__}({','.join(args)})"
-
-
-@lru_cache(maxsize=4096)
-def _parse(expr: str, unknown: str | None) -> str | None:
-    """Parse a plain expression (or `lhs=rhs` with one unknown) without evaluating it."""
-    import sympy
-    from sympy.parsing.sympy_parser import parse_expr, standard_transformations
-
-    expr = expr.replace("^", "**").strip()
-    if not expr or not _EXPR_CHARS.match(expr.replace("=", "")) or expr.count("=") > 1:
-        return None
-    letters = set(re.findall(r"[a-z]", expr))
-    if (unknown is None and letters) or (unknown is not None and letters != {"x"}):
-        return None  # after renaming, an equation's only letter is its unknown x
-    if unknown is not None and "=" not in expr:
-        return None
-    local = {"x": sympy.Symbol("x")}
-    try:
-        if "=" in expr:
-            lhs, rhs = expr.split("=")
-            tree = sympy.Eq(parse_expr(lhs, local_dict=local, transformations=standard_transformations,
-                                       evaluate=False),
-                            parse_expr(rhs, local_dict=local, transformations=standard_transformations,
-                                       evaluate=False), evaluate=False)
-        else:
-            tree = parse_expr(expr, local_dict=local, transformations=standard_transformations, evaluate=False)
-    except Exception:  # sympy raises many types (SyntaxError, TokenError, TypeError): no key
-        return None
-    return _serialize(tree)
-
-
-def _equation(t: str) -> tuple[str, str] | None:
-    for form in _EQ_FORMS:
-        m = form.match(t)
-        if m:
-            a, b = m.groups() if len(m.groups()) == 2 else (None, m.group(1))
-            if a is not None and len(a) == 1:  # (unknown, equation)
-                return a, b
-            if b is not None and len(b) == 1:  # (equation, unknown)
-                return b, a
-            eq = b if a is None else a
-            letters = sorted(set(re.findall(r"[a-z]", eq)))
-            return (letters[0], eq) if len(letters) == 1 else None
-    return None
-
-
-def canonical_key(text: str) -> str | None:
-    """`expr:<tree>` or `eq:<tree>` for a recognised problem, else None. Same key = same mathematics."""
-    if not isinstance(text, str) or len(text) > MAX_CHARS:
-        return None
-    t = normalize(text)
-    for pattern, template in _PHRASES:
-        m = pattern.match(t)
-        if m:
-            built = template.format(*m.groups())
-            if built.startswith("eq:"):
-                tree = _parse(built[3:], "x")
-                return f"eq:{tree}" if tree else None
-            tree = _parse(built, None)
-            return f"expr:{tree}" if tree else None
-    eq = _equation(t)
-    if eq is not None:
-        unknown, body = eq
-        if not re.fullmatch(r"[a-z]", unknown) or unknown not in body:
-            return None
-        body = re.sub(rf"\b{unknown}\b", "x", body) if unknown != "x" else body
-        tree = _parse(body, "x")
-        return f"eq:{tree}" if tree else None
-    m = _ASK_EXPR.match(t)
-    body = m.group(1) if m else t
-    m2 = _EXPR_ASKED.match(body)
-    if m2 and "=" not in m2.group(1):
-        body = m2.group(1)
-    if not re.search(r"[+\-*/^]", body.lstrip("-")):
-        return None  # a bare number is no problem to recall
-    tree = _parse(body, None)
-    return f"expr:{tree}" if tree else None

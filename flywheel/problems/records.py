@@ -16,12 +16,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from galahad.flywheel.config import BUDGETS
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.safe_json import BadJSON
 from galahad.flywheel.safe_json import loads as safe_loads
 
 FIELDS = ("id", "problem", "answer", "topic", "template", "source")
-MAX_TEXT = 20_000
+MAX_TEXT = BUDGETS.max_text_chars  # one field's characters
 
 
 @dataclass(frozen=True)
@@ -76,9 +77,9 @@ def problem_from_dict(obj: object, where: str = "problem") -> Problem:
     return Problem(**{name: values[name] for name in FIELDS})
 
 
-def parse_jsonl(lines: Iterable[str], name: str = "<input>") -> list[Problem]:
-    """Problems from JSONL lines (blank lines skipped); all or nothing, ids unique."""
-    problems: list[Problem] = []
+def parse_numbered(lines: Iterable[str], name: str = "<input>") -> list[tuple[Problem, str]]:
+    """(problem, "name:line") pairs from JSONL lines (blank lines skipped); all or nothing, ids unique."""
+    out: list[tuple[Problem, str]] = []
     seen: dict[str, int] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -94,20 +95,30 @@ def parse_jsonl(lines: Iterable[str], name: str = "<input>") -> list[Problem]:
         if problem.id in seen:
             raise GalahadError(f"{where}: duplicate id {problem.id!r} (first on line {seen[problem.id]})")
         seen[problem.id] = number
-        problems.append(problem)
-    return problems
+        out.append((problem, where))
+    return out
 
 
-def load_jsonl(path: str | Path) -> list[Problem]:
-    """Problems from a JSONL file; GalahadError with `file:line` for the first malformed line."""
+def parse_jsonl(lines: Iterable[str], name: str = "<input>") -> list[Problem]:
+    """Problems from JSONL lines (blank lines skipped); all or nothing, ids unique."""
+    return [p for p, _ in parse_numbered(lines, name)]
+
+
+def load_numbered(path: str | Path) -> list[tuple[Problem, str]]:
+    """(problem, "file:line") pairs from a JSONL file; GalahadError with `file:line` for a malformed line."""
     path = Path(path)
     try:
         with path.open(encoding="utf-8") as f:
-            return parse_jsonl(f, str(path))
+            return parse_numbered(f, str(path))
     except FileNotFoundError:
         raise GalahadError(f"{path}: no such file") from None
     except UnicodeDecodeError as exc:
         raise GalahadError(f"{path}: not UTF-8 text ({exc.reason})") from None
+
+
+def load_jsonl(path: str | Path) -> list[Problem]:
+    """Problems from a JSONL file; GalahadError with `file:line` for the first malformed line."""
+    return [p for p, _ in load_numbered(path)]
 
 
 def dump_jsonl(problems: Iterable[Problem], path: str | Path) -> None:

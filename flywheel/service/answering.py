@@ -3,7 +3,11 @@ and read the catalog and the store. Plain class; the FastAPI routes (`app.py`) o
 
 The engine answers one request at a time (its deterministic runtime pins process-wide torch settings), so
 `solve` holds a lock around the forward passes; catalog reads never wait for it. Input is checked before
-any forward: text sizes, and a prompt longer than the model's context window is refused.
+any forward: text sizes, NUL characters and lone surrogates (400), and a prompt longer than the request
+budget (`ServiceConfig.max_prompt_tokens`) or the model's context window (413). Problems reach the learner
+only through `app.intake.admit`: golds checked against computable values, conflicting golds refused (409),
+each gold recorded with who gave it (`api:<caller>:<source>`). `verified` is memory's word alone (the
+catalog's verified answer to this same problem); a caller's gold only ever sets `matches_gold`.
 """
 
 from __future__ import annotations
@@ -12,17 +16,19 @@ import re
 import threading
 from typing import Any
 
+from galahad.flywheel.app.intake import GoldConflict, admit
 from galahad.flywheel.artifacts.store import BlobStore, sha256_hex
 from galahad.flywheel.catalog import Catalog, problem_hash
+from galahad.flywheel.config import ServiceConfig
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.memory.recall import render
 from galahad.flywheel.memory.solver import Solver
+from galahad.flywheel.problems.golds import check_gold, same_gold
 from galahad.flywheel.problems.prompts import answer_from_output
-from galahad.flywheel.problems.records import problem_from_dict
-from galahad.flywheel.service.config import ServiceConfig
+from galahad.flywheel.problems.records import Problem, problem_from_dict
 from galahad.verifier.verifier import Verifier
 
-_ID = re.compile(r"^[0-9a-f]{64}$")
+_ID = re.compile(r"[0-9a-f]{64}")  # matched whole (fullmatch): a trailing newline is no id
 API_SOURCE = "api"  # problems queued by /v1/solve carry this source
 QUEUED = ("pending", "claimed")
 
@@ -35,24 +41,48 @@ class TooLarge(GalahadError):
     """A body or text over the service's limits (HTTP 413)."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _text(value: object, name: str, limit: int) -> str:
     if not isinstance(value, str) or not value.strip():
         raise GalahadError(f"{name} must be a non-empty string")
     if len(value) > limit:
         raise TooLarge(f"{name} is {len(value)} characters; the limit is {limit}")
+    if "\x00" in value:
+        raise GalahadError(f"{name} contains a NUL character")
+    if _SURROGATE.search(value):
+        raise GalahadError(f"{name} contains a lone surrogate (not valid Unicode text)")
     return value
 
 
+def clean_strings(obj: object, where: str, depth: int = 0) -> None:
+    """Refuse NUL characters and lone surrogates anywhere in a submitted JSON value (400)."""
+    if depth > 8:
+        raise GalahadError(f"{where}: nested too deeply")
+    if isinstance(obj, str):
+        if "\x00" in obj or _SURROGATE.search(obj):
+            raise GalahadError(f"{where}: contains a NUL character or a lone surrogate")
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            clean_strings(k, where, depth + 1)
+            clean_strings(v, f"{where}.{str(k)[:40]}", depth + 1)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            clean_strings(v, f"{where}[{i}]", depth + 1)
+
+
 def _id(value: str, what: str) -> str:
-    if not _ID.match(value):
+    if not _ID.fullmatch(value):
         raise NotFound(f"unknown {what} {value[:80]!r} (ids are 64 lowercase hex characters)")
     return value
 
 
 class Answering:
     def __init__(self, engine, catalog: Catalog, store: BlobStore, config: ServiceConfig | None = None,
-                 solver: Solver | None = None):
+                 solver: Solver | None = None, caller: str = "api:anonymous"):
         self.engine, self.catalog, self.store = engine, catalog, store
+        self.caller = caller  # who gives the golds this replica admits (`api:token-<hash>` when a token is set)
         self.config = config or ServiceConfig()
         self.solver = solver or Solver(engine, catalog, store)
         self.verifier: Verifier = self.solver.verifier
@@ -69,6 +99,9 @@ class Answering:
         GalahadError before any forward when it and its decode budget overflow the context window."""
         n = len(self.engine.encode(render(problem, "few-shot"), bos=True))
         budget = max(self.solver.base_max_tokens, self.solver.max_tokens)
+        if n > self.config.max_prompt_tokens:
+            raise TooLarge(f"the prompt is {n} tokens; this service prefills at most "
+                           f"{self.config.max_prompt_tokens} per request")
         if n + budget > self.context_window:
             raise TooLarge(f"the prompt is {n} tokens (+{budget} to decode); the model's context window is "
                            f"{self.context_window}")
@@ -79,18 +112,24 @@ class Answering:
         problem = _text(problem, "problem", limit)
         if gold is not None:
             gold = _text(gold, "gold", limit)
+            checked = check_gold(problem, gold)
+            if checked.error:  # a gold that disagrees with the problem's computed value: refused, not learned
+                raise GalahadError(checked.error)
         self.check_fits(problem)
         with self.lock:
             ans = self.solver.solve(problem)
-        known = bool(ans.verified) and ans.path != "base"  # memory verified it against its stored gold
-        verified = ans.verified
-        if gold is not None and verified is None:
-            verified = self.verifier.check_answer(gold, ans.answer).verified
+        known = bool(ans.verified) and ans.path in ("hash", "key")  # memory's verified answer to this problem
+        matches = None if gold is None else self.verifier.check_answer(gold, ans.answer).verified
+        if gold is not None and known and not same_gold(gold, ans.answer) and not matches:
+            raise GoldConflict(f"gold {gold[:60]!r} conflicts with the verified answer {ans.answer[:60]!r} "
+                               f"memory holds for this problem")
         pid = problem_hash(problem)
         queued = False
         if gold is not None and not known:
             queued = self.queue(problem, gold)
-        return {"answer": ans.answer, "path": ans.path, "verified": verified, "decode_tokens": ans.decode_tokens,
+        return {"answer": ans.answer, "path": ans.path, "verified": True if known else None,
+                "matches_gold": matches, "gold_source": ans.gold_source if known else None,
+                "matched_problem": ans.matched_problem, "decode_tokens": ans.decode_tokens,
                 "grafted_artifacts": list(ans.grafted_artifacts), "model_fingerprint": self.engine.model_fingerprint,
                 "runtime_fingerprint": self.engine.runtime_fingerprint, "seconds": ans.seconds,
                 "problem_id": pid, "queued": queued}
@@ -99,8 +138,9 @@ class Answering:
         """Hand a problem with its gold answer to the learner; True when it is (now) waiting in the queue."""
         match = self.solver.classify(problem) or {}
         topic = match.get("topic") or API_SOURCE
-        pid = self.catalog.add_problems([dict(text=problem, answer=gold, source=API_SOURCE, topic=topic,
-                                              template=match.get("template") or topic)])[0]
+        p = Problem(id=problem_hash(problem)[:16], problem=problem, answer=gold, topic=topic,
+                    template=match.get("template") or topic, source=API_SOURCE)
+        pid = admit(self.catalog, [p], ["gold"], self.caller)[0]
         row = self.catalog.problem_by_hash(pid)
         return row is not None and row["status"] in QUEUED
 
@@ -114,13 +154,13 @@ class Answering:
             raise TooLarge(f"{len(items)} problems in one request; the limit is {self.config.max_problems}")
         problems, seen = [], {}
         for i, obj in enumerate(items):
+            clean_strings(obj, f"problems[{i}]")
             p = problem_from_dict(obj, f"problems[{i}]")
             if p.id in seen:
                 raise GalahadError(f"problems[{i}]: duplicate id {p.id!r} (first at problems[{seen[p.id]}])")
             seen[p.id] = i
             problems.append(p)
-        ids = self.catalog.add_problems([dict(text=p.problem, answer=p.answer, source=p.source, topic=p.topic,
-                                              template=p.template, external_id=p.id) for p in problems])
+        ids = admit(self.catalog, problems, [f"problems[{i}]" for i in range(len(problems))], self.caller)
         out = []
         for p, pid in zip(problems, ids, strict=True):
             row = self.catalog.problem_by_hash(pid)

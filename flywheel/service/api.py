@@ -6,8 +6,6 @@ Problem lists (`POST /v1/problems`) are not modelled here: they are validated by
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
 
 
@@ -19,8 +17,11 @@ class SolveRequest(BaseModel):
 
 class SolveResponse(BaseModel):
     answer: str
-    path: str  # recurrence | transfer | base (or a path the solver adds)
-    verified: bool | None
+    path: str  # hash | key | similar | transfer | base
+    verified: bool | None  # True only for the catalog's verified answer to this same problem (hash, key)
+    matches_gold: bool | None  # the answer checked against the caller's gold (None: no gold given)
+    gold_source: str | None  # who vouches for a verified answer's gold: `computed`, or who gave it
+    matched_problem: str | None  # the problem recalled (hash, key) or grafted as an example (similar)
     decode_tokens: int
     grafted_artifacts: list[str]
     model_fingerprint: str
@@ -48,12 +49,3 @@ class ProblemStatus(BaseModel):
     verified_answer: str | None
     artifact_id: str | None  # its library artifact
     recall_artifact_id: str | None = None  # the artifact recurrence grafts (the solution alone)
-
-
-class ErrorBody(BaseModel):
-    error: str
-
-
-class Health(BaseModel):
-    ok: bool
-    detail: dict[str, Any] = {}

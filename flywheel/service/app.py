@@ -18,12 +18,13 @@ from ray import serve
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from galahad.flywheel.app.intake import GoldConflict
+from galahad.flywheel.config import ServiceConfig
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.service.answering import Answering, NotFound, TooLarge
 from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResponse, SubmitResponse
-from galahad.flywheel.service.config import ServiceConfig
 from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics
-from galahad.flywheel.service.security import authorized
+from galahad.flywheel.service.security import authorized, caller_identity
 
 API_VERSION = "1"
 SHA_HEADER = "X-Content-SHA256"
@@ -46,6 +47,8 @@ def error(status: int, message: str) -> JSONResponse:
 
 
 def status_of(exc: GalahadError) -> int:
+    if isinstance(exc, GoldConflict):
+        return 409
     return 404 if isinstance(exc, NotFound) else 413 if isinstance(exc, TooLarge) else 400
 
 
@@ -96,6 +99,10 @@ async def json_body(request: Request, limit: int) -> Any:
         return json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise GalahadError(f"the request body is not valid JSON ({str(exc)[:120]})") from None
+    except RecursionError:
+        raise GalahadError("the request body is nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer literal over Python's digit limit
+        raise GalahadError(f"the request body has a value out of range ({str(exc)[:120]})") from None
 
 
 @serve.deployment
@@ -105,14 +112,15 @@ class GalahadApi:
 
     def __init__(self, model: str, data: str, catalog_url: str, store: str, token: str | None,
                  config: ServiceConfig):
+        from galahad.flywheel.app.storage import engine_for
         from galahad.flywheel.artifacts.store import LocalStore
         from galahad.flywheel.catalog import Catalog
-        from galahad.flywheel.cli.session import engine_for
         from galahad.flywheel.config import Paths
 
         self.config, self.token = config, token
         catalog = Catalog(catalog_url)
-        self.answering = Answering(engine_for(model, Paths.resolve(data)), catalog, LocalStore(store), config)
+        self.answering = Answering(engine_for(model, Paths.resolve(data)), catalog, LocalStore(store), config,
+                                   caller=caller_identity(token))
         self.metrics = Metrics(catalog.stats)
         register_replica(self)
 

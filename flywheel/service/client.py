@@ -1,7 +1,8 @@
 """The Python client: `Client(url, token=None)` with solve, submit, problem, stats, find, artifact and blob.
 
 Standard library only (urllib), so an agent's script needs nothing but this package. A server error
-becomes a `ServiceError` carrying the HTTP status and the server's one-line `error`.
+becomes a `ServiceError` carrying the HTTP status and the server's one-line `error`. The bearer token is
+sent only to the server's own scheme, host and port: a redirect elsewhere is followed without it.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from galahad.flywheel.config import TOKEN_ENV
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.service.config import TOKEN_ENV
 
 SHA_HEADER = "X-Content-SHA256"
 
@@ -24,6 +25,26 @@ class ServiceError(GalahadError):
     def __init__(self, status: int, message: str):
         super().__init__(f"server answered {status}: {message}")
         self.status = status
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    u = urllib.parse.urlsplit(url)
+    return u.scheme.lower(), (u.hostname or "").lower(), u.port or {"http": 80, "https": 443}.get(u.scheme.lower())
+
+
+class _KeepTokenAtHome(urllib.request.HTTPRedirectHandler):
+    """urllib copies every header onto a redirect, Authorization included, to whatever host it names;
+    this handler drops it when the redirect leaves the original origin."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(newurl) != _origin(req.full_url):
+            new.remove_header("Authorization")
+            new.unredirected_hdrs.pop("Authorization", None)
+        return new
+
+
+_OPENER = urllib.request.build_opener(_KeepTokenAtHome)
 
 
 class Client:
@@ -41,7 +62,7 @@ class Client:
         if self.token:
             req.add_header("Authorization", f"Bearer {self.token}")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with _OPENER.open(req, timeout=self.timeout) as resp:
                 return resp.read(), resp.headers  # case-insensitive lookups
         except urllib.error.HTTPError as exc:
             raw = exc.read()

@@ -3,11 +3,12 @@ endpoint except `/healthz` requires as `Authorization: Bearer <token>`."""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 
+from galahad.flywheel.config import TOKEN_ENV
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.service.config import TOKEN_ENV
 
 OPEN_PATHS = frozenset({"/healthz"})
 
@@ -40,3 +41,11 @@ def authorized(path: str, header: str | None, token: str | None) -> bool:
     if not header or not header.startswith("Bearer "):
         return False
     return hmac.compare_digest(header[len("Bearer "):].encode(), token.encode())
+
+
+def caller_identity(token: str | None) -> str:
+    """Who gives the golds a server admits: `api:token-<first 12 hex of the token's SHA-256>` (never the
+    token itself), or `api:loopback` for an open loopback server."""
+    if not token:
+        return "api:loopback"
+    return "api:token-" + hashlib.sha256(token.encode("utf-8")).hexdigest()[:12]

@@ -1,0 +1,82 @@
+"""Checking a batch of problems before anything learns from it: schema, duplicates, golds.
+
+`findings(lines, name)` reads a whole problem file and returns every finding (`galahad problems check`):
+a malformed line, a duplicate id, the same problem twice (same text hash or same canonical key) with
+golds that differ, and a gold that disagrees with the problem's computed value. `refuse_bad_golds`
+is what `galahad run --problems` and the service apply to a parsed batch: the first finding is a
+GalahadError naming its place, so a file with one wrong or conflicting gold is not started at all.
+Conflicts with problems already in the catalog are the intake's (`memory/intake.py`): this module is
+torch-free and SQL-free.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.problems.golds import check_gold, same_gold
+from galahad.flywheel.problems.records import Problem, problem_from_dict
+from galahad.flywheel.safe_json import BadJSON
+from galahad.flywheel.safe_json import loads as safe_loads
+
+
+def gold_findings(problems: Sequence[Problem], places: Sequence[str]) -> list[str]:
+    """Wrong computable golds, and the same problem (hash or key) given two different golds."""
+    out: list[str] = []
+    first_by: dict[str, int] = {}
+    for i, p in enumerate(problems):
+        checked = check_gold(p.problem, p.answer)
+        if checked.error:
+            out.append(f"{places[i]}: {checked.error}")
+        for ident in (f"hash:{p.hash}",) + ((f"key:{checked.key}",) if checked.key else ()):
+            j = first_by.setdefault(ident, i)
+            if j != i and not same_gold(problems[j].answer, p.answer):
+                how = "the same text" if ident.startswith("hash:") else "the same mathematics (key)"
+                out.append(f"{places[i]}: conflicting golds for {how}: {p.answer[:60]!r} here, "
+                           f"{problems[j].answer[:60]!r} at {places[j]}")
+                break
+    return out
+
+
+def refuse_bad_golds(problems: Sequence[Problem], places: Sequence[str]) -> None:
+    found = gold_findings(problems, places)
+    if found:
+        more = f" (and {len(found) - 1} more finding(s); see `galahad problems check`)" if len(found) > 1 else ""
+        raise GalahadError(found[0] + more)
+
+
+def findings(lines: Iterable[str], name: str = "<input>") -> list[str]:
+    """Every finding in a problem file, in line order (empty: the file is good)."""
+    out: list[str] = []
+    problems: list[Problem] = []
+    places: list[str] = []
+    seen: dict[str, str] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{name}:{number}"
+        try:
+            p = problem_from_dict(safe_loads(line), where)
+        except BadJSON as exc:
+            out.append(f"{where}: {exc}")
+            continue
+        except json.JSONDecodeError as exc:
+            out.append(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        except GalahadError as exc:
+            out.append(str(exc))
+            continue
+        if p.id in seen:
+            out.append(f"{where}: duplicate id {p.id!r} (first at {seen[p.id]})")
+            continue
+        seen[p.id] = where
+        problems.append(p)
+        places.append(where)
+    out.extend(gold_findings(problems, places))
+    return sorted(out, key=lambda f: _line_of(f, name))
+
+
+def _line_of(finding: str, name: str) -> int:
+    head = finding[len(name) + 1:].split(":", 1)[0] if finding.startswith(name + ":") else ""
+    return int(head) if head.isdigit() else 0

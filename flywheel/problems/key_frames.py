@@ -1,0 +1,199 @@
+"""The key reader's question frames: the whole-sentence shapes around an expression or an equation.
+
+Owns which sentences are questions the reader answers ("What is E?", "Calculate E.", "E = ?", "Add A and
+B.", "Take A away from B. What is left?", "Solve for x: EQ", "If EQ, what is x?", "What number plus A
+gives B?", ...) and `readings(toks)`: every reading of the whole token list, as ("e", tree) for an
+expression to evaluate or ("q", lhs, rhs) for a one-unknown equation to solve. A frame must cover every
+token; the only material it may drop is punctuation at sentence ends and a fixed list of sentences that
+add no mathematics (PREAMBLES, TRAILERS, "What is left?"). Anything else a text says means no reading.
+"""
+
+from __future__ import annotations
+
+from galahad.flywheel.problems import key_tree as T
+from galahad.flywheel.problems.key_grammar import Grammar
+from galahad.flywheel.problems.key_lexer import Tok
+from galahad.flywheel.problems.key_parse import _dedupe
+
+MAX_LETTERS = 3  # distinct one-letter words a text may hold and still be read as an equation
+
+
+def L(*alts: str):
+    """Alternatives of literal phrases ('' = nothing)."""
+    phrases = [tuple(a.split()) for a in alts]
+
+    def m(g: Grammar, i: int):
+        out = []
+        for ph in phrases:
+            e = g.lit(i, ph) if ph else i
+            if e is not None:
+                out.append((e, None))
+        return out
+    return m
+
+
+def E(g: Grammar, i: int):
+    return [(e, p.tree) for e, p in g.E(i)]
+
+
+def V(g: Grammar, i: int):
+    e = g.is_var(i) if g.var is not None and len(g.var) == 1 else None
+    return [] if e is None else [(e, None)]
+
+
+def CMD(g: Grammar, i: int):
+    return g.Action(i, gerund=False)
+
+
+def GER(g: Grammar, i: int):
+    return g.Action(i, gerund=True)
+
+
+def EQ(*rels: str):
+    rel = L(*rels)
+
+    def m(g: Grammar, i: int):
+        out = []
+        for e, lhs in g.E(i):
+            for e1, _ in rel(g, e):
+                for e2, rhs in g.E(e1):
+                    g.tick()
+                    out.append((e2, (lhs.tree, rhs.tree)))
+        return out
+    return m
+
+
+PRE = L("", "please", "state the final answer to the following arithmetic problem :",
+        "solve the following multiplication :", "solve the following :", "solve the following problem :",
+        "question :", "problem :")
+TRAILERS = L("", "give only the result as your final answer", "only reply with the final value")
+END = [L("", "?", "."), TRAILERS, L("", ".")]
+ASK = L("what is", "what's", "whats", "how much is", "calculate", "compute", "evaluate", "find", "work out",
+        "determine", "give", "tell me", "solve", "what is the value of", "what's the value of",
+        "find the value of", "calculate the value of", "compute the value of", "determine the value of",
+        "give the value of", "evaluate the expression", "what is the result of", "what's the result of",
+        "find the result of", "calculate the result of", "compute the result of", "what is the answer to",
+        "simplify")
+COLON = L("", ":")
+SEP = L(".", ",", ";")
+GET = L("what do you get", "what number do you get", "what is the result", "what's the result",
+        "what is the answer", "what is left", "what's left", "how much is left", "what remains",
+        "what is the total", "what is the sum", "what is the product", "what is the quotient")
+POLITE = L("", "please", "can you", "could you", "now")
+LEFT = L("what is left", "what's left", "how much is left", "what remains", "what do you get",
+         "what is the result", "what's the result", "what is the answer", "what is the total",
+         "what number do you get")
+AND_TELL = L("and tell me the result", "and tell me the answer", "and give the result", "and give the answer",
+             "and state the result", "and state the answer", "and write the result", "and write the answer")
+EQF = EQ("=", "equals", "is equal to")
+EQI = EQ("=", "equals", "is equal to", "is")
+RELS = ("=", "equals", "is", "is equal to", "gives", "makes", "gives you", "results in", "yields", "will give")
+EQN = EQ(*RELS)
+ASKV = [L("", "what is", "what's", "find", "solve for", "calculate", "determine", "compute", "then", "then what is",
+          "what does", "what is the value of", "what's the value of", "find the value of", "determine the value of",
+          "calculate the value of", "then what is the value of", "give"), V, L("", "equal", "=")]
+FIND_V = L("find", "determine", "calculate", "compute", "work out", "what is", "what's", "give", "solve for")
+GIVEN = L(":", ",", "if", "when", "given", "given that", "such that", "where", "in", "in the equation",
+          "that satisfies", "satisfying", "provided that", "if we know that")
+ASKN = L("what is the number", "what's the number", "find the number", "what is that number",
+         "find that number", "what number is it", "what is it")
+
+EXPR_FRAMES = [
+    [PRE, ASK, COLON, E, *END],
+    [PRE, E, L("=", "= ?", "= what", "equals", "equals what", "equals ?", "is what", "is"), *END],
+    [PRE, L("tell me what", "can you tell me what"), E, L("is", "equals"), *END],
+    [PRE, E, *END],
+    [PRE, L("what is", "what's"), E, L("equal to"), *END],
+    [PRE, L("what does"), E, L("equal", "come to", "make"), *END],
+    [PRE, GET, L("if", "when"), L("you"), CMD, *END],
+    [PRE, GET, L("by"), GER, *END],
+    (lambda a, b: T.div(b, a), [PRE, L("how many times does"), E, L("go into"), E, *END]),
+    [PRE, L("if", "when"), L("you"), CMD, L("", ","), GET, *END],
+    [PRE, POLITE, CMD, *END],
+    [PRE, POLITE, CMD, L(".", ",", ";", ""), LEFT, *END],
+    [PRE, POLITE, CMD, AND_TELL, *END],
+]
+EQ_FRAMES = [  # (kind, parts); the unknown is the Grammar's one-letter var
+    ("q", [PRE, L("solve for"), V, L("", ":", ",", "in", "in the equation", "if", "given"), COLON,
+           L("", "the equation"), EQF, *END]),
+    ("q", [PRE, L("solve"), L("", "the equation"), COLON, EQF, *END]),
+    ("q", [PRE, EQF, *END]),
+    ("q", [PRE, L("what is the solution to", "what is the solution of", "find the solution to",
+                  "find the solution of", "what is the solution for"), L("", "the equation"), COLON, EQF, *END]),
+    ("q", [PRE, L("solve"), L("", "the equation"), COLON, EQF, L("for"), V, *END]),
+    ("q", [PRE, FIND_V, L("", "the value of"), V, GIVEN, COLON, EQI, *END]),
+    ("q", [PRE, L("if", "given", "given that", "suppose", "suppose that", "assume", "assume that", "when"), EQI,
+           L("", ",", ".", ";"), *ASKV, *END]),
+    ("q", [PRE, EQF, SEP, *ASKV, *END]),
+    ("q", [PRE, L("what value of", "which value of"), V, L("satisfies", "solves", "satisfies the equation",
+                                                         "solves the equation"), COLON, EQF, *END]),
+    ("q", [PRE, L("what value of", "which value of"), V, L("makes"), EQF, L("", "true"), *END]),
+    ("q", [PRE, L("for what value of", "for which value of"), V, L("is"), EQF, L("", "true"), *END]),
+    ("q2", [PRE, L("for what value of", "for which value of"), V, L("does"), E, L("equal", "equal to"), E, *END]),
+    ("e", [PRE, L("let"), V, L("=", "be"), E, SEP, L("what is", "what's", "calculate", "find", "compute",
+                                                    "evaluate", "give", "determine", "what is the value of"),
+           V, *END]),
+]
+COMMA_OPS = [  # what number, when added to 5, gives 12?  (the unknown, then an operation on it)
+    ("added to", lambda b, c: (T.add(T.VAR, b), c)), ("increased by", lambda b, c: (T.add(T.VAR, b), c)),
+    ("multiplied by", lambda b, c: (T.mul(T.VAR, b), c)), ("divided by", lambda b, c: (T.div(T.VAR, b), c)),
+    ("subtracted from", lambda b, c: (T.sub(b, T.VAR), c)), ("decreased by", lambda b, c: (T.sub(T.VAR, b), c)),
+    ("reduced by", lambda b, c: (T.sub(T.VAR, b), c))]
+NUMBER_FRAMES = {  # the unknown is a phrase: '#what' what/which number, '#a' a number / the number
+    "#what": [("q", [PRE, EQN, *END])] + [
+        ("q", [PRE, L("what number", "which number"), L(","), L("when", "if"), L(phrase), E, L(","), L(*RELS),
+               E, *END], build) for phrase, build in COMMA_OPS],
+    "#a": [("q", [PRE, L("if", "when", "suppose"), EQN, L("", ",", ".", ";"), ASKN, *END]),
+           ("q", [PRE, EQN, SEP, ASKN, *END])],
+}
+
+
+def _caps_key(state: tuple) -> tuple:
+    return state[0], tuple(c[1] if isinstance(c[0], str) else (c[0][1], c[1][1]) for c in state[1])
+
+
+def match(g: Grammar, parts) -> list[tuple]:
+    """The captures of every way `parts` read the whole token list."""
+    states = [(0, ())]
+    for part in parts:
+        nxt = []
+        for pos, caps in states:
+            for e, c in part(g, pos):
+                g.tick()
+                nxt.append((e, caps if c is None else caps + (c,)))
+        states = _dedupe(nxt, _caps_key)
+        if not states:
+            return []
+    return [caps for e, caps in states if e == g.n]
+
+
+def _phrase_in(toks: list[Tok], phrases: tuple[tuple[str, str], ...]) -> bool:
+    words = [t.text if t.kind == "word" else None for t in toks]
+    return any(tuple(words[i:i + 2]) in phrases for i in range(len(words) - 1))
+
+
+def readings(toks: list[Tok], work: list[int] | None = None) -> dict[tuple, tuple]:
+    """Every whole-text reading, by its key strings: ("e", tree) or ("q", lhs, rhs). `work` (one counter
+    for every mode) ends holding the steps spent; past MAX_STEPS the reader raises Refuse."""
+    work = [0] if work is None else work
+    found: list[tuple] = []
+    g = Grammar(toks, None, work)
+    for frame in EXPR_FRAMES:
+        build, parts = frame if isinstance(frame, tuple) else (lambda t: t, frame)
+        found += [("e", build(*caps)) for caps in match(g, parts)]
+    letters = sorted({t.text for t in toks if t.kind == "word" and len(t.text) == 1})
+    modes = [(v, EQ_FRAMES) for v in letters] if len(letters) <= MAX_LETTERS else []
+    if _phrase_in(toks, (("what", "number"), ("which", "number"))):
+        modes.append(("#what", NUMBER_FRAMES["#what"]))
+    if _phrase_in(toks, (("a", "number"), ("the", "number"))):
+        modes.append(("#a", NUMBER_FRAMES["#a"]))
+    for var, frames in modes:
+        g = Grammar(toks, var, work)
+        for frame in frames:
+            kind, parts = frame[0], frame[1]
+            for caps in match(g, parts):
+                if len(frame) == 3:
+                    caps = (frame[2](*caps),)
+                found.append(("e", caps[0]) if kind == "e" else ("q", *caps[0]) if kind == "q"
+                             else ("q", caps[0], caps[1]))
+    return {tuple([r[0], *(t[1] for t in r[1:])]): r for r in found}

@@ -1,0 +1,241 @@
+"""The key reader's expression grammar: an all-parses, memoized recursive-descent parser over tokens.
+
+Owns how an arithmetic expression reads, in symbols and in words. Every rule returns EVERY way it can
+read a span (a list of (end, Parse)), so an English phrase with two readings yields two trees and the
+caller refuses the text when their keys differ. Precedence is the standard one (powers, then unary minus,
+then * / and implicit multiplication, then + -, left-associative). Where writers disagree, the reading is
+kept but marked doubtful (`key_tree.doubt`: no key, and a text with a doubtful reading gets no key;
+dropping it instead could let another reading through):
+
+- a word operator (plus, times, divided by, less than, to the power of, ...) whose operand is an
+  unparenthesized chain of another precedence class, or vice versa ("two plus three times four",
+  "2 * 3 plus 4", "2 to the power of 3 plus 1");
+- reversed word operators in a chain ("2 less than 5 less than 9"), and a word chain after a division
+  ("8 divided by 2 times 4");
+- unary minus on a power ("-3^2", "negative 2 squared": the power_function generator means (-3)^2);
+- chained powers ("2^3^2", "3 squared squared") and implicit multiplication after a division or a power
+  ("6/2(1+2)", "1/2x").
+
+Open-scope words ("the sum of", "the product of", "twice", "half of", commands "multiply A by B", ...)
+take any expression, so their scope ambiguity shows up as several readings, and an unbracketed chain as
+their LAST operand is doubtful ("multiply 2 by 3 + 4", "double 3 squared"). Work is bounded deterministically: every combination step
+ticks a counter (`MAX_STEPS`, shared by every reading of one text), a span with more than `MAX_ALTS`
+readings refuses, and so does nesting deeper than `MAX_DEPTH` rules (which bounds the Python stack).
+"""
+
+from __future__ import annotations
+
+from galahad.flywheel.problems import key_tree as T
+from galahad.flywheel.problems.key_lexer import ORDINAL_WORDS, Refuse, Tok, number_words
+from galahad.flywheel.problems.key_parse import (
+    ADD_OPS,
+    MAX_ALTS,
+    MUL_OPS,
+    ORD_POW,
+    POSTFIX,
+    POW_WORDS,
+    SCALED,
+    TIGHT,
+    VAR_PHRASES,
+    Parse,
+    _dedupe,
+    _doubt_if,
+    rule,
+)
+from galahad.flywheel.problems.key_phrases import Phrases
+
+MAX_STEPS = 10_000  # grammar steps for one text, every mode together
+
+
+class Grammar(Phrases):
+    """All readings of expressions over `toks`; `var` is the unknown's letter, '#what'/'#a' for the phrases
+    'what number' / 'a number', or None (constant expressions only, and a spaced `x` means times)."""
+
+    def __init__(self, toks: list[Tok], var: str | None = None, work: list[int] | None = None):
+        self.t, self.n, self.var = toks, len(toks), var
+        self.memo: dict = {}
+        self.depth = 0  # rules being computed, one inside another (bounds the Python stack)
+        self.work = [0] if work is None else work  # shared by every Grammar reading one text
+
+    @property
+    def steps(self) -> int:
+        return self.work[0]
+
+    def tick(self, k: int = 1) -> None:
+        self.work[0] += k
+        if self.work[0] > MAX_STEPS:
+            raise Refuse("work bound")
+
+    def lit(self, i: int, phrase: tuple[str, ...]) -> int | None:
+        """The end of `phrase` (words and symbols) read at i, or None."""
+        if i + len(phrase) > self.n:
+            return None
+        for j, w in enumerate(phrase):
+            tok = self.t[i + j]
+            if tok.kind not in ("word", "sym") or tok.text != w:
+                return None
+        return i + len(phrase)
+
+    def is_var(self, i: int) -> int | None:
+        if self.var is None or i >= self.n:
+            return None
+        if len(self.var) == 1:
+            tok = self.t[i]
+            return i + 1 if tok.kind == "word" and tok.text == self.var else None
+        for ph in VAR_PHRASES[self.var]:
+            e = self.lit(i, ph)
+            if e is not None:
+                return e
+        return None
+
+    # -- expressions ------------------------------------------------------------------------------
+
+    def E(self, i: int) -> list[tuple[int, Parse]]:
+        return self.Add(i)
+
+    def _chain(self, i, first, steps):
+        out = list(first(i))
+        frontier = out
+        while frontier:
+            nxt = []
+            for e, left in frontier:
+                self.tick()
+                for e2, p in steps(e, left):
+                    self.tick()
+                    nxt.append((e2, p))
+            frontier = _dedupe(nxt)
+            out += frontier
+            if len(out) > MAX_ALTS:
+                raise Refuse("too many readings")
+        return out
+
+    @rule
+    def Add(self, i):
+        def steps(e, left):
+            for phrase, kind, word, rev in ADD_OPS:
+                e1 = self.lit(e, phrase)
+                if e1 is not None:
+                    for e2, right in self.Mul(e1):
+                        yield e2, self._add(left, kind, word, rev, right)
+        return self._chain(i, self.Mul, steps)
+
+    def _add(self, left, kind, word, rev, right):
+        # "5 more than 3 times 4" is 3*4 + 5 (the textbook reading): a product may follow a reversed word
+        mixed = any(x.cls not in (*TIGHT, "add") and not x.frac and (word or x.word)
+                    and not (x is right and rev and x.cls == "mul") for x in (left, right))
+        chained_rev = left.cls == "add" and (rev or left.rev)
+        a, b = (right.tree, left.tree) if rev else (left.tree, right.tree)
+        tree = T.add(a, b) if kind == "+" else T.sub(a, b)  # subtraction keeps its own node
+        return Parse(_doubt_if(mixed or chained_rev, tree), "add", word or (left.word and left.cls == "add"), rev)
+
+    @rule
+    def Mul(self, i):
+        def steps(e, left):
+            for phrase, kind, word in self._mul_ops(e):
+                e1 = self.lit(e, phrase)
+                if e1 is not None:
+                    for e2, right in self.Unary(e1):
+                        frac = (kind == "/" and not word and e2 == e1 + 1 and self._literal_at(e - 1, left)
+                                and self._literal_at(e1, right) and not self.t[e].sp and not self.t[e1].sp)
+                        yield e2, self._mul(left, kind, word, right, frac=frac)
+            if self._implicit_ok(e):
+                for e2, right in self.Pow(e):
+                    yield e2, self._mul(left, "*", False, right, implicit=True)
+        return self._chain(i, self.Unary, steps)
+
+    def _mul_ops(self, e):
+        yield from MUL_OPS
+        if self.var is None and e + 1 < self.n and self.t[e].sp and self.t[e + 1].sp:
+            yield ("x",), "*", True  # 4 x 3 (spaced, and only where there is no unknown)
+
+    def _implicit_ok(self, e: int) -> bool:
+        """2x, 3(x+1), (x+1)(x-1), x(2): a number or ')' then '(' or the unknown (unspaced)."""
+        if e >= self.n or e == 0 or (self.var is not None and len(self.var) > 1):
+            return False
+        prev, nxt = self.t[e - 1], self.t[e]
+        prev_ok = prev.kind == "num" or (prev.kind == "sym" and prev.text == ")")
+        if nxt.kind == "sym" and nxt.text == "(":
+            return prev_ok or (self.is_var(e - 1) is not None and not nxt.sp)
+        return self.is_var(e) is not None and not nxt.sp and prev_ok
+
+    def _literal_at(self, i: int, p: Parse) -> bool:
+        return p.tree[0] == "n" and p.cls == "atom" and self.t[i].kind == "num"
+
+    def _mul(self, left, kind, word, right, implicit=False, frac=False):
+        chain = left.cls == "mul"
+        div = left.div if chain else 0
+        doubtful = (any(x.cls not in (*TIGHT, "mul") and (word or x.word) for x in (left, right))
+                    or (div & 2 and (word or implicit))  # 8 divided by 2 times 4
+                    or (div and implicit)  # 6/2(1+2), 1/2x
+                    or (implicit and left.cls in ("pow", "post")))  # 2^3(4)
+        tree = T.mul(left.tree, right.tree) if kind == "*" else T.div(left.tree, right.tree)
+        div |= (2 if word else 1) if kind == "/" else 0
+        return Parse(_doubt_if(doubtful, tree), "mul", word or (chain and left.word), False, div, frac)
+
+    @rule
+    def Unary(self, i):
+        out = []
+        if self.lit(i, ("-",)) or self.lit(i, ("minus",)) or self.lit(i, ("negative",)):
+            for e, u in self.Unary(i + 1):  # -3^2: (-3)^2 or -(3^2)? writers differ
+                out.append((e, Parse(_doubt_if(u.cls in ("pow", "post"), T.neg(u.tree)))))
+        return out + self.Pow(i)
+
+    @rule
+    def Pow(self, i):
+        out = []
+        for e, base in self.Postfix(i):
+            out.append((e, base))
+            for phrase, word in [(("^",), False)] + [(p, True) for p in POW_WORDS]:
+                e1 = self.lit(e, phrase)
+                if e1 is None:
+                    continue
+                for e2, ex in self.Unary(e1):  # 2^3^2, 3 squared ^ 2: chained powers
+                    chained = base.cls != "atom" or ex.cls in ("pow", "post")
+                    out.append((e2, Parse(_doubt_if(chained, T.power(base.tree, ex.tree)), "pow", word)))
+            for phrase in ORD_POW:  # to the 4th power, to the fourth power
+                e1 = self.lit(e, phrase)
+                if e1 is None or e1 >= self.n:
+                    continue
+                tok = self.t[e1]
+                n = tok.value if tok.kind == "ord" else ORDINAL_WORDS.get(tok.text) if tok.kind == "word" else None
+                if n is None:
+                    continue  # "6 to the 2": no ordinal, no power
+                tree = _doubt_if(base.cls != "atom", T.power(base.tree, T.num(n)))
+                end = e1 + 2 if self.lit(e1 + 1, ("power",)) else e1 + 1  # to the 4th (power)
+                out.append((end, Parse(tree, "post")))
+        return out
+
+    @rule
+    def Postfix(self, i):
+        out = []
+        for e, a in self.Atom(i):
+            out.append((e, a))
+            if a.cls != "atom" or e >= self.n or self.t[e].kind not in ("word", "sym"):
+                continue
+            w = self.t[e].text
+            if w in POSTFIX:
+                out.append((e + 1, Parse(T.power(a.tree, T.num(POSTFIX[w])), "post")))
+            elif w in SCALED:
+                k, d = SCALED[w]
+                tree = T.mul(T.num(k), a.tree) if d == 1 else T.div(a.tree, T.num(d))
+                out.append((e + 1, Parse(tree, "wpost", True)))
+        return out
+
+    @rule
+    def Atom(self, i):
+        if i >= self.n:
+            return []
+        tok, out = self.t[i], []
+        if tok.kind == "num":
+            out.append((i + 1, Parse(T.num(tok.value))))
+        elif tok.kind == "word":
+            out += [(e, Parse(T.num(v))) for e, v in number_words(self.t, i)]
+        e = self.is_var(i)
+        if e is not None:
+            out.append((e, Parse(T.VAR)))
+        if self.lit(i, ("(",)):
+            for e, inner in self.E(i + 1):
+                if self.lit(e, (")",)):
+                    out.append((e + 1, Parse(inner.tree)))
+        out += self.noun_phrase(i)
+        return out

@@ -1,0 +1,178 @@
+"""The key reader's tokens: which characters a keyable text may contain, how it splits into tokens, and how
+English number words read as exact integers.
+
+Owns: the character whitelist, `tokenize` (numbers as exact `Fraction`s from their digits, with a digit
+bound; words; symbols, with glyphs unified), and `number_words` (cardinals up to the billions, every valid
+prefix of a run of number words). Everything here refuses (raises `Refuse`) rather than guesses: a comma
+between digits that is not strict thousands grouping, `3.4.5`, a literal of more than `MAX_DIGITS` digits,
+more than `MAX_TOKENS` tokens, a character outside the whitelist (lone surrogates and NUL included).
+Pure, stdlib-only, linear in the text's length.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import NamedTuple
+
+MAX_DIGITS = 30  # digits in one numeric literal (a longer one is no school arithmetic: no key)
+MAX_TOKENS = 120
+
+# ASCII printable, whitespace, and a few math glyphs; anything else (lone surrogates, NUL, emoji, ...) -> no key
+_ALLOWED = re.compile(r"[\x20-\x7e\t\n\r\u00d7\u00f7\u00b7\u22c5\u2212\u2013\u00b2\u00b3\u2019]*")
+_GLYPHS = {"\u00d7": "*", "\u00b7": "*", "\u22c5": "*", "\u00f7": "/", "\u2212": "-", "\u2013": "-",
+           "**": "^", "\u2019": "'"}
+_TOKEN = re.compile(
+    r"(?P<num>[0-9]+(?:,[0-9]{3}(?![0-9]))*(?:\.[0-9]+)?)"
+    r"|(?P<word>[a-z]+(?:'[a-z]+)?(?:-[a-z]+)*)"
+    r"|(?P<sym>\*\*|//|[^\sa-z0-9])"
+    r"|(?P<space>\s+)")
+_ORDINAL_SUFFIX = {"st", "nd", "rd", "th"}
+_DIGITS = "0123456789"
+
+
+class Refuse(Exception):
+    """The text is outside what the key reader reads soundly: it gets no key."""
+
+
+class Tok(NamedTuple):
+    kind: str  # "num" | "word" | "sym" | "ord"
+    text: str
+    value: Fraction | None  # a number's (or ordinal's) exact value
+    sp: bool  # whitespace (or the text's start) right before this token
+
+
+def admissible(text: str) -> bool:
+    return _ALLOWED.fullmatch(text) is not None
+
+
+def _ordinal_ok(n: int, suffix: str) -> bool:
+    if n % 100 in (11, 12, 13):
+        return suffix == "th"
+    return suffix == {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+
+def tokenize(text: str) -> list[Tok]:
+    """Tokens of a lower-cased, whitelisted text (the caller checks length and characters first)."""
+    toks: list[Tok] = []
+    pos, sp, n = 0, True, len(text)
+    while pos < n:
+        m = _TOKEN.match(text, pos)
+        if m is None:  # cannot happen for whitelisted text, but never loop
+            raise Refuse("untokenizable")
+        pos = m.end()
+        kind = m.lastgroup
+        s = m.group()
+        if kind == "space":
+            sp = True
+            continue
+        if kind == "num":
+            digits = s.replace(",", "").replace(".", "")
+            if len(digits) > MAX_DIGITS:
+                raise Refuse("literal too long")
+            if pos < n and (text[pos] in _DIGITS or (text[pos] in ",." and pos + 1 < n and text[pos + 1] in _DIGITS)):
+                raise Refuse("malformed number")  # 1,2345  3.4.5  1,2
+            whole, _, frac = s.replace(",", "").partition(".")
+            value = Fraction(int(whole)) + (Fraction(int(frac), 10 ** len(frac)) if frac else 0)
+            toks.append(Tok("num", s, value, sp))
+        elif kind == "word":
+            prev = toks[-1] if toks else None
+            if (prev is not None and prev.kind == "num" and not sp and s in _ORDINAL_SUFFIX
+                    and "." not in prev.text and "," not in prev.text):
+                if not _ordinal_ok(int(prev.text), s):
+                    raise Refuse("bad ordinal")
+                toks[-1] = Tok("ord", prev.text + s, prev.value, prev.sp)
+            else:
+                toks.append(Tok("word", s, None, sp))
+        else:
+            toks.append(Tok("sym", _GLYPHS.get(s, s), None, sp))
+        sp = False
+        if len(toks) > MAX_TOKENS:
+            raise Refuse("too many tokens")
+    return toks
+
+
+# -- number words --------------------------------------------------------------------------------------
+
+UNITS = {w: i for i, w in enumerate(("zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                                     "nine"))}
+TEENS = {w: 10 + i for i, w in enumerate(("ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen",
+                                          "sixteen", "seventeen", "eighteen", "nineteen"))}
+TENS = {w: 20 + 10 * i for i, w in enumerate(("twenty", "thirty", "forty", "fifty", "sixty", "seventy",
+                                              "eighty", "ninety"))}
+SCALES = (("billion", 10 ** 9), ("million", 10 ** 6), ("thousand", 10 ** 3))
+ORDINAL_WORDS = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+                 "ninth": 9, "tenth": 10}
+NUMBER_WORDS = set(UNITS) | set(TEENS) | set(TENS) | {"hundred", "and", "a"} | {s for s, _ in SCALES}
+
+
+def _word(toks: list[Tok], i: int) -> str | None:
+    return toks[i].text if i < len(toks) and toks[i].kind == "word" else None
+
+
+def _below100(toks: list[Tok], i: int) -> list[tuple[int, int]]:
+    """(end, value) for 1..99 read at i: 'seven', 'fifteen', 'forty', 'forty-two', 'forty two'."""
+    w = _word(toks, i)
+    if w is None:
+        return []
+    if w in UNITS and w != "zero":
+        return [(i + 1, UNITS[w])]
+    if w in TEENS:
+        return [(i + 1, TEENS[w])]
+    if w in TENS:
+        out = [(i + 1, TENS[w])]
+        u = _word(toks, i + 1)
+        if u in UNITS and u != "zero":
+            out.append((i + 2, TENS[w] + UNITS[u]))
+        return out
+    tens, _, unit = w.partition("-")
+    if tens in TENS and unit in UNITS and unit != "zero" and "-" not in unit:
+        return [(i + 1, TENS[tens] + UNITS[unit])]
+    return []  # twenty-ten, forty-zero, ...
+
+
+def _below1000(toks: list[Tok], i: int) -> list[tuple[int, int]]:
+    """(end, value) for 1..999: below100, or '(a|one..nine) hundred [and] [below100]'."""
+    out = _below100(toks, i)
+    w = _word(toks, i)
+    lead = 1 if w == "a" else UNITS.get(w, 0) if w != "zero" else 0
+    if lead and _word(toks, i + 1) == "hundred":
+        h = 100 * lead
+        out.append((i + 2, h))
+        j = i + 3 if _word(toks, i + 2) == "and" else i + 2
+        out += [(e, h + v) for e, v in _below100(toks, j)]
+    return out
+
+
+def number_words(toks: list[Tok], i: int) -> list[tuple[int, int]]:
+    """Every (end, value) where toks[i:end] is a whole cardinal in words ('zero', 'a thousand',
+    'three thousand two hundred and five', 'one million and one'). Scales strictly decrease; 'and' only
+    before the final part below 100; 'a' only as the first multiplier."""
+    if _word(toks, i) == "zero":
+        return [(i + 1, 0)]
+    results: list[tuple[int, int]] = []
+    # state: (position, total so far, index of the next allowed scale, whether a part was read)
+    frontier = [(i, 0, 0, True)]
+    while frontier:
+        nxt = []
+        for pos, total, scale_from, first in frontier:
+            if first and _word(toks, pos) == "a" and _word(toks, pos + 1) in {s for s, _ in SCALES}:
+                groups = [(pos + 1, 1)]
+            elif first:
+                groups = _below1000(toks, pos)
+            else:
+                j = pos + 1 if _word(toks, pos) == "and" else pos
+                groups = [(e, v) for e, v in _below1000(toks, j) if j == pos or v < 100]
+                if j != pos:  # 'and' ends the number: only a final part below 100
+                    results += [(e, total + v) for e, v in groups]
+                    continue
+            for end, v in groups:
+                if end != pos + 1 or _word(toks, pos) != "a":
+                    results.append((end, total + v))
+                for k in range(scale_from, len(SCALES)):
+                    name, mult = SCALES[k]
+                    if _word(toks, end) == name:
+                        results.append((end + 1, total + v * mult))
+                        nxt.append((end + 1, total + v * mult, k + 1, False))
+        frontier = nxt
+    return sorted(set(results))

@@ -1,0 +1,178 @@
+"""The key reader's word constructs: noun phrases, lists and commands, as a mixin of the Grammar.
+
+Owns "the sum/total/product of A, B and C", "the quotient of A and B", "the quotient when A is divided
+by B", "the difference of/between A and B" (a - b only where a >= b, where it agrees with |a - b|),
+"the square/cube/Nth power of A", "3/4 of A", "half of A", "a third of A", "twice/double/triple A",
+"the result of <gerund>", and the commands and gerunds ("add A and B", "add A to B", "subtract A from B",
+"take A away from B", "multiply A by B", "divide A by B", "increase A by B", "raise A to the power of B",
+"double A", ...). All of them are open-scope: their LAST operand's right end is unmarked, so it goes
+through `_closed` (an unbracketed chain there makes the reading doubtful).
+"""
+
+from __future__ import annotations
+
+from galahad.flywheel.problems import key_tree as T
+from galahad.flywheel.problems.key_lexer import ORDINAL_WORDS, Refuse
+from galahad.flywheel.problems.key_parse import (
+    GERUNDS,
+    MAX_ALTS,
+    SCALE_OF,
+    TIMES_OF,
+    UNARY_ACTIONS,
+    VERBS,
+    Parse,
+    _closed,
+    _dedupe,
+    _doubt_if,
+    _items_key,
+)
+
+
+class Phrases:
+    """Mixed into Grammar: uses its E, lit, tick and tokens."""
+
+    # -- noun phrases (open scope) -----------------------------------------------------------------
+
+    def noun_phrase(self, i):
+        j = i + 1 if self.lit(i, ("the",)) else i
+        out = []
+        for head, build in (("sum", T.add), ("total", T.add), ("product", T.mul)):
+            e = self.lit(j, (head, "of"))
+            if e is not None:
+                out += [(e2, Parse(build(*(p.tree for p in items[:-1]), _closed(items[-1]))))
+                        for e2, items in self.List(e)]
+        for head in ("quotient", "difference"):
+            for prep in ("of", "between") if head == "difference" else ("of",):
+                e = self.lit(j, (head, prep))
+                if e is None:
+                    continue
+                for e2, items in self.List(e):
+                    if len(items) == 2:
+                        out.append((e2, Parse(self._two(head, items[0].tree, _closed(items[1])))))
+        for head, k in (("square", 2), ("cube", 3)):
+            e = self.lit(j, (head, "of"))
+            if e is not None:
+                out += [(e2, Parse(T.power(_closed(x), T.num(k)))) for e2, x in self.E(e)]
+        e = self.lit(j, ("quotient", "of"))
+        if e is not None:  # the quotient of A divided by B
+            for e1, a in self.E(e):
+                e2 = self.lit(e1, ("divided", "by"))
+                if e2 is not None:
+                    out += [(e3, Parse(T.div(a.tree, _closed(b)))) for e3, b in self.E(e2)]
+        e = self.lit(j, ("quotient", "when"))
+        if e is not None:  # the quotient when A is divided by B
+            for e1, a in self.E(e):
+                e2 = self.lit(e1, ("is", "divided", "by"))
+                if e2 is not None:
+                    out += [(e3, Parse(T.div(a.tree, _closed(b)))) for e3, b in self.E(e2)]
+        if j > i and j + 1 < self.n and self.lit(j + 1, ("power", "of")):  # the 3rd power of A
+            tok = self.t[j]
+            n = tok.value if tok.kind == "ord" else ORDINAL_WORDS.get(tok.text) if tok.kind == "word" else None
+            if n is not None:
+                out += [(e2, Parse(T.power(_closed(x), T.num(n)))) for e2, x in self.E(j + 3)]
+        if (j == i and i + 3 < self.n and self.t[i].kind == "num" and self.lit(i + 1, ("/",))
+                and self.t[i + 2].kind == "num" and not self.t[i + 1].sp and not self.t[i + 2].sp
+                and self.lit(i + 3, ("of",))):  # 3/4 of A
+            frac = T.div(T.num(self.t[i].value), T.num(self.t[i + 2].value))
+            out += [(e2, Parse(T.mul(frac, _closed(x)))) for e2, x in self.E(i + 4)]
+        e = self.lit(j, ("result", "of"))
+        if e is not None and j > i:
+            out += [(e2, Parse(tree)) for e2, tree in self.Action(e, gerund=True)]
+        if j == i:
+            for phrase, k in SCALE_OF.items():
+                e = self.lit(i, phrase)
+                if e is not None:
+                    out += [(e2, Parse(T.div(_closed(x), T.num(k)))) for e2, x in self.E(e)]
+            k = TIMES_OF.get(self.t[i].text) if self.t[i].kind == "word" else None
+            if k is not None:
+                out += [(e2, Parse(T.mul(T.num(k), _closed(x)))) for e2, x in self.E(i + 1)]
+        return out
+
+    def _two(self, head: str, a: tuple, b: tuple) -> tuple:
+        if head == "quotient":
+            return T.div(a, b)
+        # 'the difference of/between a and b': a - b or |a - b|; only where both readings agree (a >= b)
+        va, vb = T.value(a), T.value(b)
+        return _doubt_if(va is None or vb is None or va < vb, T.sub(a, b))
+
+    def List(self, i):
+        """Every reading of 'A and B', 'A, B and C', 'A, B, and C', 'A and B and C' (two or more items)."""
+        states, done = [(e, (p,), "start") for e, p in self.E(i)], []
+        while states:
+            nxt = []
+            for pos, items, mode in states:
+                self.tick()
+                seps = []
+                if mode in ("start", "comma") and self.lit(pos, (",", "and")):
+                    seps.append((pos + 2, "last"))
+                elif mode in ("start", "comma") and self.lit(pos, (",",)):
+                    seps.append((pos + 1, "comma"))
+                if self.lit(pos, ("and",)):
+                    seps.append((pos + 1, "last" if mode == "comma" else "and"))
+                for start, new_mode in seps:
+                    for e, p in self.E(start):
+                        self.tick()
+                        state = (e, items + (p,), new_mode)
+                        if new_mode in ("and", "last"):
+                            done.append(state)
+                        if new_mode != "last":
+                            nxt.append(state)
+            states = _dedupe(nxt, _items_key)
+            if len(states) + len(done) > MAX_ALTS:
+                raise Refuse("too many readings")
+        return _dedupe(((e, items) for e, items, _ in done), _items_key)
+
+    # -- commands and gerunds ("add 3 to 5", "subtracting 3 from 7") ------------------------------
+
+    def Action(self, i, gerund: bool):
+        """(end, tree) for an imperative ('add ...') or, with gerund, '-ing' form ('adding ...')."""
+        if i >= self.n or self.t[i].kind != "word":
+            return []
+        verb = self.t[i].text
+        table = GERUNDS if gerund else VERBS
+        if verb not in table:
+            return []
+        name, out = table[verb], []
+        j = i + 1
+        if name == "put":
+            j = self.lit(j, ("together",))
+            name = "add" if j is not None else None
+        if name == "add":
+            j2 = self.lit(j, ("together",)) or self.lit(j, ("up",)) or j
+            out += [(e, T.add(*(p.tree for p in items[:-1]), _closed(items[-1]))) for e, items in self.List(j2)]
+            out += [(e, T.add(b, a)) for e, a, b in self._two_args(j, ("to",))]
+        elif name is None:
+            pass
+        elif name == "subtract":
+            out += [(e, T.sub(b, a)) for e, a, b in self._two_args(j, ("from",))]
+        elif name == "take":
+            out += [(e, T.sub(b, a)) for e, a, b in self._two_args(j, ("away", "from"))]
+            out += [(e, T.sub(b, a)) for e, a, b in self._two_args(j, ("from",))]
+            e0 = self.lit(j, ("away",))
+            if e0 is not None:
+                out += [(e, T.sub(b, a)) for e, a, b in self._two_args(e0, ("from",))]
+        elif name == "multiply":
+            out += [(e, T.mul(*(p.tree for p in items[:-1]), _closed(items[-1]))) for e, items in self.List(j)]
+            out += [(e, T.mul(a, b)) for e, a, b in self._two_args(j, ("by",))]
+        elif name == "divide":
+            out += [(e, T.div(a, b)) for e, a, b in self._two_args(j, ("by",))]
+        elif name in ("increase", "decrease"):
+            out += [(e, T.add(a, b) if name == "increase" else T.sub(a, b))
+                    for e, a, b in self._two_args(j, ("by",))]
+        elif name == "raise":
+            for e, a, b in self._two_args(j, ("to", "the", "power", "of")):
+                out.append((e, T.power(a, b)))
+        else:  # double, triple, halve, square, cube
+            for e, x in self.E(j):
+                out.append((e, UNARY_ACTIONS[name](_closed(x))))
+        return out
+
+    def _two_args(self, j: int, sep: tuple[str, ...]):
+        for e, a in self.E(j):
+            e1 = self.lit(e, sep)
+            if e1 is not None:
+                for e2, b in self.E(e1):
+                    self.tick()
+                    yield e2, a.tree, _closed(b)
+
+

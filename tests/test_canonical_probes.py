@@ -1,0 +1,217 @@
+"""Canonical keys against the attacker's probes, the deliberate refusals, and paraphrase coverage.
+
+A probe is (new text, learned text): the new text must get no key or a key different from the learned
+problem's, because the two are different mathematics. Paraphrase groups must share one key, and the
+key's exact value must be the problem's answer. Pure (no model, no catalog).
+"""
+
+from fractions import Fraction
+
+import pytest
+
+from galahad.flywheel.problems import canonical
+
+K, V = canonical.canonical_key, canonical.value
+
+PROBES = [  # (new text, the learned problem it must not be served from)
+    ("What is 9 mod 3?", "What is 9 - 3?"),
+    ("What is 2 xor 3?", "What is 2 + 3?"),
+    ("What is 4 + 3 squared?", "What is 4 + 3?"),
+    ("What is 4\u00b2 + 3?", "What is 4 + 3?"),
+    ("What is minus 4 plus 3?", "What is 4 + 3?"),
+    ("What is 10 thousand - 4?", "What is 10 - 4?"),
+    ("What is 4 + 3%?", "What is 4 + 3?"),
+    ("What is 4! + 3?", "What is 4 + 3?"),
+    ("What is 6 to the 2?", "What is 6 * 2?"),
+    ("Solve for x: 2x = 5", "Solve for x: x + 2 = 5"),
+    ("Solve for x: x + 2 > 5", "Solve for x: x + 2 = 5"),
+    ("Solve for y: x + 2 = 5", "Solve for x: x + 2 = 5"),
+    ("What is 3 + 4!", "What is 3 + 4?"),
+    ("Multiply 3 by 4!", "Multiply 3 by 4."),
+    ("Solve for x: x + 2 = 5!", "Solve for x: x + 2 = 5"),
+    ("What is 8 // 2?", "What is 4?"),
+    ("What is 8 // 2?", "What is 8 / 2?"),
+    ("What is 0x10 + 2?", "What is 0 * 10 + 2?"),
+    ("What is twenty-ten plus 1?", "What is 20 - 10 + 1?"),
+    ("What is twenty ten plus 1?", "What is 20 + 10 + 1?"),
+    ("What is the difference between 2 and 3?", "What is 2 - 3?"),
+    ("What is the difference of 2 and 3?", "What is 2 - 3?"),
+    ("What is 3 + 4 in binary?", "What is 3 + 4?"),
+    ("What is 1e5 + 1?", "What is 1 * 5 + 1?"),
+    ("What is $3 + $4?", "What is 3 + 4?"),
+    ("What is 3 apples plus 4 apples?", "What is 3 + 4?"),
+    ("Round 3.14159 to 2 decimal places.", "What is 3.14159?"),
+    ("What is 25% of 80?", "What is 25 * 80?"),
+    ("What is 1,2 + 3?", "What is 12 + 3?"),
+    ("What is 1,2 + 3?", "What is 1.2 + 3?"),
+    ("What is 3.4.5 + 1?", "What is 3.4 + 1?"),
+    ("What is 2 1/2 + 1?", "What is 2 * 1/2 + 1?"),
+    ("What is 3x4?", "What is 3 * 4?"),
+    ("Solve for x: 3 x 4 = x", "Solve for x: 12 = x"),
+]
+
+REFUSED_AS_AMBIGUOUS = [
+    "What is the difference between 2 and 3?",  # 2 - 3 (school) or |2 - 3| (generators)
+    "What is two plus three times four?",  # spoken precedence
+    "What is 2 * 3 plus 4?",
+    "What is 2 + 3 times 4?",
+    "What is 2 to the power of 3 plus 1?",
+    "What is 10 divided by 2 plus 3?",
+    "What is the product of 2 and 3 plus 4?",  # scope of an open word
+    "What is the sum of 2 and 3 plus 4?",
+    "What is the sum of 2 and 3 squared?",
+    "What is twice 3 plus 4?",
+    "What is half of 10 plus 2?",
+    "Multiply 2 by 3 + 4.",
+    "Double 3 squared.",
+    "What is 3 + 24 doubled?",
+    "What is the sum of one hundred and five and three?",  # 'and' in a number or between items
+    "What is 2 less than 5 less than 9?",
+    "What is 8 divided by 2 times 4?",
+    "What is 6/2(1+2)?",
+    "What is 1/2x?",
+    "What is 2^3(4)?",
+    "What is -3^2?",
+    "What is negative 2 squared?",
+    "What is 2^3^2?",
+    "What is 10**10**10 // 3?",
+    "What is the difference between 9 and 2 + 3?",
+    "What is 100 divided by 4 divided by 5?",
+    "What is 3 times 4 more than 2?",
+    "What is 1/2 + 3 x 4 plus 1?",
+]
+
+UNSUPPORTED = [
+    "What is 12?", "What is -3?", "Name the capital of France.", "What is 3 + y?", "x" * 400,
+    "What is 5 factorial?", "What is 7 % 3?", "What is 10 mod 4?", "What is 0b101 + 1?",
+    "What is twelve hundred plus 1?", "What is 3 + 4 rounded to the nearest ten?",
+    "Solve for x: x^2 = 4", "Solve for x: x + 1 = x + 2", "Solve for x: x + 1 = x + 1", "Solve for x: x + y = 5",
+    "Solve for x: 2x + 1 < 7", "What is 3 + 4!!", "Calculate 3 + 4, then double it.", "",
+    "Please solve this problem to a maximum of 12 significant digits. 1.5 + 2.25 = ?",
+]
+
+
+@pytest.mark.parametrize("new,learned", PROBES)
+def test_probe_never_shares_the_learned_problems_key(new, learned):
+    k = K(new)
+    assert k is None or k != K(learned), (new, k)
+
+
+@pytest.mark.parametrize("text", REFUSED_AS_AMBIGUOUS)
+def test_ambiguous_english_gets_no_key(text):
+    assert K(text) is None, text
+
+
+@pytest.mark.parametrize("text", UNSUPPORTED)
+def test_unsupported_gets_no_key(text):
+    assert K(text) is None, text
+
+
+def test_the_probes_that_do_get_keys_get_the_right_mathematics():
+    assert K("What is 4 + 3 squared?") == K("What is 4 + 3^2?") == K("What is 3 ** 2 + 4?")
+    assert V("What is 4 + 3 squared?") == 13 and V("What is 4\u00b2 + 3?") == 19
+    assert V("What is minus 4 plus 3?") == -1 == V("What is -4 + 3?")
+    assert V("Solve for x: 2x = 5") == Fraction(5, 2) and V("Solve for x: x + 2 = 5") == 3
+    assert V("What is the difference between 3 and 2?") == 1 == V("What is 3 - 2?")
+    assert K("What is the difference between 3 and 2?") == K("What is 3 - 2?")
+    assert V("What is 8 / 2?") == 4 and V("What is 7 / 2?") == Fraction(7, 2)  # true division
+    assert V("What is 3 x 4?") == 12
+
+
+PARAPHRASES = [
+    (7, ["What is 3 + 4?", "What is 4 + 3?", "Compute 3 + 4.", "What is the sum of three and four?",
+         "Add 4 and 3.", "3 + 4 = ?", "How much is 3 plus 4?", "What do you get if you add 4 to 3?",
+         "What do you get when you add 3 and 4?", "Find the result of adding 3 and 4.", "What is 3 more than 4?",
+         "What is 4 increased by 3?", "What is 3 added to 4?", "Calculate 3+4.", "Evaluate: 3 + 4.",
+         "Work out 3 + 4.", "What is the value of 3 + 4?", "What is the total of 3 and 4?", "Increase 4 by 3.",
+         "If you add 3 and 4, what do you get?", "three plus four", "What's 3 + 4?", "3 plus 4 equals what?",
+         "Put together 3 and 4.", "What is 3 + 4 equal to?", "Add 3 to 4. What is the total?",
+         "Sum 3 and 4.", "Add 3 to 4 and tell me the result.", "Can you add 3 and 4?", "Tell me what 3 plus 4 is.",
+         "What do you get by adding 3 and 4?", "What is the total when you add 3 and 4?",
+         "State the final answer to the following arithmetic problem: 3 + 4 ="]),
+    (14, ["What is 15 - 1?", "Take 1 away from 15. What is left?", "Subtract 1 from 15.", "What is 15 minus 1?",
+          "What is 1 less than 15?", "What is 15 take away 1?", "What is 1 subtracted from 15?",
+          "What is fifteen minus one?", "Take away 1 from 15.", "What is 15 decreased by 1?",
+          "What is the difference between 15 and 1?", "What is the difference of 15 and 1?",
+          "If you take 1 from 15, what do you get?", "How much is left if you take 1 away from 15?",
+          "What is 15 less 1?", "Decrease 15 by 1.", "What do you get when you subtract 1 from 15?"]),
+    (48, ["Double 24.", "What is twice 24?", "What is 2 * 24?", "What is 24 times 2?", "What is 24 doubled?",
+          "Multiply 24 by 2.", "What is the product of 2 and 24?", "What is 24 \u00d7 2?", "Compute 2 x 24.",
+          "What is double 24?", "What is two times twenty-four?", "What is 2(24)?"]),
+    (12, ["What is half of 24?", "Half of 24.", "Halve 24.", "What is 24 / 2?", "What is 24 divided by 2?",
+          "Divide 24 by 2.", "What is the quotient of 24 and 2?", "What is 24 \u00f7 2?", "What is 24 over 2?",
+          "What is one half of 24?", "How many times does 2 go into 24?", "What is 24 halved?",
+          "What is the quotient of 24 divided by 2?", "What is one-half of 24?",
+          "Find the quotient when 24 is divided by 2."]),
+    (9, ["What number plus 7 gives 16?", "What number plus 7 equals 16?", "7 plus what number equals 16?",
+         "Solve for x: x + 7 = 16", "If x + 7 = 16, what is x?", "Find x if 7 + x = 16.", "x + 7 = 16. What is x?",
+         "Solve for x: 16 = x + 7", "If 7 + n = 16, then n = ?", "Solve x + 7 = 16 for x.", "x + 7 = 16, x = ?",
+         "What value of x satisfies x + 7 = 16?", "For what value of x is x + 7 = 16?",
+         "For what value of y does y + 7 equal 16?", "Given x + 7 = 16, find x.", "Solve 7 + k = 16 for k.",
+         "Find the value of h in the equation: h + 7 = 16", "Determine the value of t that satisfies: t + 7 = 16",
+         "If a number plus 7 is 16, what is the number?", "Seven more than a number is 16. Find the number.",
+         "Solve for x: 2x + 14 = 32", "Solve for x: 16 - x = 7", "Suppose 3*z = 27. What is z?",
+         "What is the value of x if x - 7 = 2?", "Solve: x + 7 = 16"]),
+    (25, ["What is 5 squared?", "What is 5^2?", "What is 5 ** 2?", "What is the square of 5?", "Square 5.",
+          "What is 5 to the power of 2?", "What is 5 to the second power?", "What is 5 to the 2nd power?",
+          "What is 5 raised to the power of 2?", "What is 5\u00b2?", "Raise 5 to the power of 2.",
+          "What is 5 to the second?", "What is the 2nd power of 5?"]),
+    (-1, ["Calculate -3 + 2.", "What is negative 3 plus 2?", "What is minus 3 plus 2?", "What is -3 + 2?",
+          "What is 2 + -3?", "What is 2 + (-3)?"]),
+    (5, ["What is -2 - -7?", "Calculate -2 - -7.", "What is -2 minus -7?", "What is negative 2 minus negative 7?"]),
+    (1, ["Evaluate 6 + (-2 - 3).", "What is 6 + (-2 - 3)?", "Calculate 6 + (-2 - 3)."]),
+    (5, ["Let q = 3 + 2. What is q?", "What is 3 + 2?", "Let b be 3 + 2. What is b?"]),
+    (3205, ["What is three thousand two hundred and five?", "What is 3,205 + 0?"]),
+    (13, ["What is 3 more than twice 5?", "Three more than twice 5.", "What is 2 less than 3 times 5?"]),
+    (Fraction(5, 6), ["What is 1/2 plus 1/3?", "What is 1/2 + 1/3?", "Add 1/2 and 1/3."]),
+    (15, ["What is 3/4 of 20?", "What is three quarters of 20?"][:1]),
+]
+
+
+@pytest.mark.parametrize("answer,texts", PARAPHRASES)
+def test_paraphrases_key_to_their_exact_answer(answer, texts):
+    missed = [t for t in texts if K(t) is None]
+    wrong = [(t, V(t)) for t in texts if K(t) is not None and V(t) != answer]
+    assert wrong == []
+    if answer == 3205:  # a bare number has no key, but a number word reads exactly inside an expression
+        assert V("What is three thousand two hundred and five plus one?") == 3206
+        return
+    assert missed == []
+
+
+def test_paraphrase_groups_share_keys_where_the_normal_form_promises():
+    same = [["What is 3 + 4?", "What is the sum of three and four?", "Add 4 and 3.", "What is 3 more than 4?",
+             "What do you get when you add 3 and 4?", "Put together 3 and 4."],
+            ["Take 1 away from 15. What is left?", "What is 15 - 1?", "What is 1 less than 15?",
+             "What is the difference between 15 and 1?"],
+            ["Double 24.", "What is twice 24?", "What is 24 times 2?", "What is the product of 2 and 24?"],
+            ["What is half of 24?", "Divide 24 by 2.", "What is 24 divided by 2?", "Halve 24."],
+            ["What number plus 7 gives 16?", "Solve for x: 16 = x + 7", "Solve for x: 2x + 14 = 32",
+             "Solve for x: 16 - x = 7", "If a number plus 7 is 16, what is the number?"]]
+    for group in same:
+        assert len({K(t) for t in group}) == 1, [(t, K(t)) for t in group]
+
+
+def test_different_mathematics_with_the_same_answer_gets_different_expression_keys():
+    assert K("What is 2 + 2?") != K("What is 3 + 1?") != K("What is 1 + 3 + 0?")
+    assert K("What is 5 - 3?") != K("What is 5 + -3?")  # structure, not value
+    assert K("What is 6 / 2?") != K("What is 6 * 0.5?")
+    assert K("Subtract 3 from 7.") != K("Subtract 7 from 3.")
+
+
+def test_value_is_exact_bounded_and_total():
+    assert V("What is 1/3 + 1/6?") == Fraction(1, 2)
+    assert V("What is 0.1 + 0.2?") == Fraction(3, 10)
+    assert V("What is 1/0?") is None and K("What is 1/0?") is not None  # a key, but no value
+    assert V("What is 2^(1/2)?") is None  # irrational: refused
+    assert V("What is 10^5000?") is None and K("What is 10^5000?") is not None  # too big: refused
+    assert V("What is 2^-2?") == Fraction(1, 4) and V("What is 0^-1?") is None
+    for text in ("What is 3 + 4?", "Solve for x: 3x + 1 = 2", "What is (2/3)^3 - 1?"):
+        assert V(K(text)) == V(text) is not None  # a key's value is the text's
+    assert V("e:+(3,4)") == 7 and V("q:3x-1") == Fraction(1, 3)
+    assert V("e:+(4,3)") is None  # not a canonical key (unsorted), and no text either
+    assert V(None) is None and V("") is None
+
+
+def test_key_version_names_the_new_reader():
+    assert canonical.KEY_VERSION != "k1"  # keys stored by the sympy reader are recomputed
