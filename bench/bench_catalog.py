@@ -3,7 +3,7 @@
     python bench/bench_catalog.py                 # sizes 1e4 1e5 1e6, SQLite in a temp dir
     python bench/bench_catalog.py --sizes 10000 --url postgresql://postgres@127.0.0.1:5432/bench
 
-Lookups go through the public API (`Catalog.problem_by_hash`, `Catalog.artifact`: connection checkout,
+Lookups go through the public API (`catalog.problems.by_hash`, `catalog.artifacts.get`: connection checkout,
 query, row -> dict), each timed alone; the table is grown in place between sizes with bulk Core inserts
 (not the ORM). Deposit throughput uses real artifacts and a real store on disk: `deposit` (one blob fsync
 + one commit per artifact) and `deposit_many` (batches of 100: puts on 16 threads, one commit), then
@@ -77,8 +77,8 @@ def lookups(cat: Catalog, n_rows: int, samples: int, rng: random.Random) -> dict
     idx = [rng.randrange(n_rows) for _ in range(samples)]
     probs = [problem_hash(f"problem number {i}") for i in idx]
     arts = [_fp(f"artifact {i}") for i in idx]
-    assert cat.problem_by_hash(probs[0]) is not None and cat.artifact(arts[0])["id"] == arts[0]
-    return {"problem by hash": timed(cat.problem_by_hash, probs), "artifact by id": timed(cat.artifact, arts)}
+    assert cat.problems.by_hash(probs[0]) is not None and cat.artifacts.get(arts[0])["id"] == arts[0]
+    return {"problem by hash": timed(cat.problems.by_hash, probs), "artifact by id": timed(cat.artifacts.get, arts)}
 
 
 def deposits(url: str, root: Path, n: int, label: str) -> dict[str, float]:
@@ -98,11 +98,11 @@ def deposits(url: str, root: Path, n: int, label: str) -> dict[str, float]:
         store = LocalStore(root / "store")
         t = time.perf_counter()
         for b in blobs[:n]:
-            cat.deposit(store, store.put(b))
+            cat.artifacts.deposit(store, store.put(b))
         out[f"deposit, 1 per commit, store {label}"] = n / (time.perf_counter() - t)
         t = time.perf_counter()
         for lo in range(n, 2 * n, 100):
-            cat.deposit_many(store, store.put_many(blobs[lo : lo + 100]))
+            cat.artifacts.deposit_many(store, store.put_many(blobs[lo : lo + 100]))
         out[f"deposit_many, 100 per commit, store {label}"] = n / (time.perf_counter() - t)
         assert cat.stats()["artifacts"] == 2 * n
     return out

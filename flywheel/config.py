@@ -173,6 +173,9 @@ class ServiceConfig:
     max_find: int = 100  # rows from /v1/catalog/find
     learner_poll_seconds: float = 1.0  # how often an idle learner looks for newly queued problems
     max_ongoing_requests: int = 64  # per replica; the engine itself answers one request at a time
+    # Solves one replica admits at once (the one the engine runs and those waiting for it); more get 503 with
+    # Retry-After, so a flood of solves leaves the other max_ongoing_requests slots to /healthz and reads.
+    max_queued_solves: int = 8
     # Prompt tokens one request may make the engine prefill (413 above it, before any forward): a few-shot
     # prompt is ~100 tokens; 1,024 is a few seconds of this 2-core CPU's engine time.
     max_prompt_tokens: int = 1_024

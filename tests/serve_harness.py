@@ -3,6 +3,7 @@ catalog seeded with a verified, deposited solution (the state a learner leaves b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -67,9 +68,21 @@ class Served:
         self.log.flush()
         return (self.data.parent / f"serve-{self.port}.log").read_bytes()[-3000:].decode("utf-8", "replace")
 
+    def session(self) -> list[int]:
+        """Every live process of the server's session: the driver and the whole Ray cluster it started (Ray's
+        processes take their own process groups, not their own sessions)."""
+        return session_pids(self.proc.pid)
+
+    def reap(self) -> None:
+        """SIGKILL, by PID, whatever of the server's session is left (actors outlive a killed driver)."""
+        for pid in session_pids(self.proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
     def kill9(self) -> None:
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+        self.reap()
 
     def stop(self, timeout: float = 120) -> int:
         if self.proc.poll() is None:
@@ -78,8 +91,59 @@ class Served:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.kill9()
+        self.reap()
         self.log.close()
         return self.proc.returncode
+
+
+def session_pids(sid: int) -> list[int]:
+    """PIDs of the live processes whose session id is `sid` (from /proc/<pid>/stat)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # after "(comm)": state ppid pgrp session ...
+        if fields[0] != "Z" and int(fields[3]) == sid:
+            out.append(int(entry.name))
+    return sorted(out)
+
+
+def listening_tcp(pids: list[int]) -> list[tuple[int, str, int]]:
+    """(pid, address, port) of every listening TCP socket (IPv4 and IPv6) the processes `pids` hold, read from
+    /proc/net/tcp{,6} and each process's /proc/<pid>/fd. IPv4-mapped IPv6 addresses as `::ffff:127.0.0.1`."""
+    import ipaddress
+
+    listening = {}  # socket inode -> (address, port)
+    for name in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{name}").read_text().splitlines()[1:]:
+            cols = line.split()
+            if cols[3] != "0A":  # TCP_LISTEN
+                continue
+            hex_addr, hex_port = cols[1].split(":")
+            raw = bytes.fromhex(hex_addr)
+            # the kernel prints each 32-bit word in host (little-endian) order
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+            addr = ipaddress.ip_address(raw)
+            mapped = getattr(addr, "ipv4_mapped", None)
+            listening[cols[9]] = (f"::ffff:{mapped}" if mapped else str(addr), int(hex_port, 16))
+    out = []
+    for pid in pids:
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:[") and target[8:-1] in listening:
+                out.append((pid, *listening[target[8:-1]]))
+    return sorted(set(out))
 
 
 def seed_solution(data: Path, model: str, model_cache: Path, text: str, answer: str,
@@ -93,13 +157,13 @@ def seed_solution(data: Path, model: str, model_cache: Path, text: str, answer: 
     data.mkdir(parents=True, exist_ok=True)
     dep = LocalDepositor(model, model_cache, DEFAULT_RUNTIME, f"sqlite:///{data / 'catalog.sqlite3'}", data / "store")
     cat = dep.catalog
-    cat.add_problem(text, answer, "test", topic, template)
+    cat.problems.add(text, answer, "test", topic, template)
     pid = problem_hash(text)
-    attempt = cat.add_attempt(pid, None, dep.engine.model_fingerprint, {}, f" {answer}", 1, 0.0, 0.0)
+    attempt = cat.runs.add_attempt(pid, None, dep.engine.model_fingerprint, {}, f" {answer}", 1, 0.0, 0.0)
     verdict = Verifier().check_answer(answer, answer)
-    vid = cat.add_verification(attempt, verdict.version, verdict.verified, verdict.reason)
-    cat.mark(pid, "verified")
+    vid = cat.runs.add_verification(attempt, verdict.version, verdict.verified, verdict.reason)
+    cat.queue.mark(pid, "verified")
     dep.deposit({"id": pid, "text": text, "answer": answer, "template": template, "topic": topic}, answer, vid)
-    art = cat.verified_solution(pid)["artifact_id"]
+    art = cat.runs.verified_solution(pid)["artifact_id"]
     cat.close()
     return art

@@ -6,8 +6,6 @@ verdicts reconciled, the run recorded."""
 from __future__ import annotations
 
 import json
-import threading
-import time
 from dataclasses import asdict
 
 import pytest
@@ -54,15 +52,35 @@ def test_run_lock_is_a_regular_file_never_truncated_and_exclusive(tmp_path):
         pass
 
 
-def test_a_waiting_acquire_gets_the_lock_when_its_holder_lets_go_else_fails_closed(tmp_path):
+class _Clock:
+    """The lock module's clock, faked: sleeping advances it at once, and `on_sleep` runs at each poll. The
+    test decides on what happened while waiting, never on how long it took."""
+
+    def __init__(self, on_sleep=lambda: None):
+        self.now, self.sleeps, self.on_sleep = 0.0, 0, on_sleep
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.sleeps += 1
+        self.on_sleep()
+
+
+def test_a_waiting_acquire_gets_the_lock_when_its_holder_lets_go_else_fails_closed(tmp_path, monkeypatch):
+    import galahad.flywheel.app.lock as lock
+
     holder = run_lock(tmp_path)
-    t0 = time.monotonic()
+    clock = _Clock()
+    monkeypatch.setattr(lock, "time", clock)
     with pytest.raises(GalahadError, match="is learning in"):
         run_lock(tmp_path, 0.5, LEARNING)
-    assert time.monotonic() - t0 >= 0.5
-    threading.Timer(0.3, holder.release).start()  # a killed driver's learner, exiting a moment later
+    assert clock.now >= 0.5 and clock.sleeps >= 2  # it kept polling until its deadline, then failed closed
+    clock = _Clock(on_sleep=holder.release)  # a killed driver's learner, exiting while the next one waits
+    monkeypatch.setattr(lock, "time", clock)
     waited = run_lock(tmp_path, 30, LEARNING)
-    assert waited.held
+    assert waited.held and clock.sleeps == 1  # taken at the first poll after its holder let go
     waited.release()
 
 
@@ -101,13 +119,13 @@ def test_galahad_run_and_the_service_learner_start_the_same_learning_job(tmp_pat
     # What a job killed mid-work leaves: a claim, and a verdict committed with no deposit behind it.
     url = f"sqlite:///{data / 'catalog.sqlite3'}"
     with Catalog(url) as cat:
-        assert sum(p["status"] == "pending" for p in cat.find_problems(limit=100)) >= 2
-        stale = cat.claim(1, "killed-job", 900)[0]["id"]
-        cut = next(p["id"] for p in cat.find_problems(limit=100) if p["status"] == "pending")
-        attempt = cat.add_attempt(cut, None, "fp", {}, f" {cat.problem(cut)['answer']}", 1, 0.0, 0.0)
-        cat.add_verification(attempt, "test", True, "ok")
-        cat.mark(cut, "verified")
-        assert [p["id"] for p in cat.unfinished_deposits()] == [cut]
+        assert sum(p["status"] == "pending" for p in cat.problems.find(limit=100)) >= 2
+        stale = cat.queue.claim(1, "killed-job", 900)[0]["id"]
+        cut = next(p["id"] for p in cat.problems.find(limit=100) if p["status"] == "pending")
+        attempt = cat.runs.add_attempt(cut, None, "fp", {}, f" {cat.problems.get(cut)['answer']}", 1, 0.0, 0.0)
+        cat.runs.add_verification(attempt, "test", True, "ok")
+        cat.queue.mark(cut, "verified")
+        assert [p["id"] for p in cat.queue.unfinished_deposits()] == [cut]
 
     start_ray(None, tmp_path / "ray-driver.log")
     try:
@@ -118,7 +136,7 @@ def test_galahad_run_and_the_service_learner_start_the_same_learning_job(tmp_pat
         assert job.lock is not None and job.lock.held  # kept for the job's life
         with pytest.raises(GalahadError, match="another"):
             run_lock(data)
-        assert job.catalog.problem(stale)["status"] == "pending"  # the stale claim went back to the queue
+        assert job.catalog.problems.get(stale)["status"] == "pending"  # the stale claim went back to the queue
         tally = job.drain()
         job.finish(asdict(tally))
     finally:
@@ -126,9 +144,9 @@ def test_galahad_run_and_the_service_learner_start_the_same_learning_job(tmp_pat
     job.lock.release()
     assert tally.reconciled == 1 and job.drains == 1
     with Catalog(url) as cat:
-        assert not {"pending", "claimed"} & {p["status"] for p in cat.find_problems(limit=100)}
-        assert cat.unfinished_deposits() == [] and cat.verified_solution(cut)["artifact_id"]
-        runs = {r["id"]: r for r in cat.runs()}
+        assert not {"pending", "claimed"} & {p["status"] for p in cat.problems.find(limit=100)}
+        assert cat.queue.unfinished_deposits() == [] and cat.runs.verified_solution(cut)["artifact_id"]
+        runs = {r["id"]: r for r in cat.runs.recent()}
     cli_run, service_run = runs[summary["run_id"]], runs[job.run_id]
     assert cli_run["config"]["address"] is None and "service" not in cli_run["config"]
     assert service_run["config"]["service"] is True and service_run["config"]["model"] == "tiny"

@@ -133,10 +133,10 @@ def test_the_chain_walk_is_bounded_and_refuses_cycles(tmp_path):
             load(store, ids[-1], max_len=3)
 
     with Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}") as cat:
-        cat.deposit_many(store, ids)
-        assert [p["id"] for p in cat.lineage(ids[-1])["parents"]] == ids[-2::-1]
+        cat.artifacts.deposit_many(store, ids)
+        assert [p["id"] for p in cat.artifacts.lineage(ids[-1])["parents"]] == ids[-2::-1]
         with cat.write() as conn:  # a forged row: the root claims the tail as its parent
             conn.execute(update(TABLES["artifacts"]).where(TABLES["artifacts"].c.id == ids[0])
                          .values(parent_id=ids[-1]))
         with pytest.raises(GalahadError, match="refusing a cycle"):
-            cat.lineage(ids[-1])
+            cat.artifacts.lineage(ids[-1])

@@ -44,9 +44,9 @@ def _problem(text, answer, template="t-add"):
 
 
 def _verified(catalog, p):
-    catalog.add_problem(p["text"], p["answer"], "test", p["topic"], p["template"])
-    attempt = catalog.add_attempt(p["id"], None, "fp", {}, p["answer"], 1, 0.0, 0.0)
-    return catalog.add_verification(attempt, "test", True, "ok")
+    catalog.problems.add(p["text"], p["answer"], "test", p["topic"], p["template"])
+    attempt = catalog.runs.add_attempt(p["id"], None, "fp", {}, p["answer"], 1, 0.0, 0.0)
+    return catalog.runs.add_verification(attempt, "test", True, "ok")
 
 
 @pytest.fixture
@@ -90,16 +90,16 @@ def test_deposits_return_at_once_and_chain_per_library(setup):
     assert len(placed) == 5 and len(bg) == 0
     for group in (add, mul):
         lib = library_name(group[0])
-        chain = catalog.library_chain(lib)
+        chain = catalog.libraries.chain(lib)
         assert len(chain) == len(group)
         ds = [d for d in placed if d.library == lib]
         assert [d.position for d in ds] == list(range(len(group)))
         assert all(b.start == a.start + a.tokens for a, b in zip(ds, ds[1:], strict=False))  # each after the last
         assert [a.id for a in load_chain(store, chain[-1])] == chain
-        assert all(catalog.artifact(a)["verification_id"] for a in chain)
-    assert catalog.unfinished_deposits() == [] and catalog.missing_recalls() == []
+        assert all(catalog.artifacts.get(a)["verification_id"] for a in chain)
+    assert catalog.queue.unfinished_deposits() == [] and catalog.recalls.missing() == []
     for p in add + mul:  # each recall artifact: the solution alone, a root, blob in the store
-        art = catalog.artifact(catalog.recall(p["id"])["artifact_id"])
+        art = catalog.artifacts.get(catalog.recalls.get(p["id"])["artifact_id"])
         assert art["parent_id"] is None and store.has(art["id"])
 
 
@@ -113,7 +113,7 @@ def test_a_chain_conflict_in_the_background_is_redone_after_the_new_tail(setup, 
     other.deposit(c, c["answer"], _verified(other.catalog, c))  # ... but another job appends c first
     placed = _drain(bg)
     assert len(placed) == 1
-    chain = catalog.library_chain(library_name(a))
+    chain = catalog.libraries.chain(library_name(a))
     assert len(chain) == 3 and chain[-1] == placed[0].artifact_id
     assert [x.id for x in load_chain(store, chain[-1])] == chain
     other.catalog.close()

@@ -65,64 +65,64 @@ def test_migrations_downgrade_and_upgrade_again(cat):
 
 
 def test_problems_are_deduplicated_by_normalized_text(cat):
-    a = cat.add_problem("What is 2 + 3?", "5", "unit", "arith", "t0")
-    b = cat.add_problem("  what IS 2   +\n3? ", "5", "unit", "arith", "t0")
+    a = cat.problems.add("What is 2 + 3?", "5", "unit", "arith", "t0")
+    b = cat.problems.add("  what IS 2   +\n3? ", "5", "unit", "arith", "t0")
     assert a == b == problem_hash("WHAT is 2 + 3?")
     assert a == hashlib.sha256(b"what is 2 + 3?").hexdigest()
     assert cat.stats()["problems"] == 1
-    assert cat.problem_by_hash(a)["text"] == "What is 2 + 3?"  # the first text is kept
-    assert cat.problem_by_hash("0" * 64) is None
+    assert cat.problems.by_hash(a)["text"] == "What is 2 + 3?"  # the first text is kept
+    assert cat.problems.by_hash("0" * 64) is None
     with pytest.raises(GalahadError, match="unknown problem"):
-        cat.problem("0" * 64)
+        cat.problems.get("0" * 64)
     with pytest.raises(GalahadError, match="non-empty"):
-        cat.add_problem("   ", "1", "unit", "arith")
+        cat.problems.add("   ", "1", "unit", "arith")
 
 
 def test_find_problems(cat):
-    ids = cat.add_problems([
+    ids = cat.problems.add_many([
         dict(text=f"What is {i} + {i}?", answer=str(2 * i), source="unit", topic="add" if i % 2 else "mul",
              template=f"tpl{i % 3}") for i in range(6)
     ])
-    assert [p["id"] for p in cat.find_problems(text="what is 3 + 3?")] == [ids[3]]  # same normalized text
-    assert {p["id"] for p in cat.find_problems(text="+ 1")} == {ids[1]}  # substring
-    assert [p["id"] for p in cat.find_problems(hash=ids[4][:10])] == [ids[4]]
-    assert {p["id"] for p in cat.find_problems(topic="add")} == {ids[1], ids[3], ids[5]}
-    assert {p["id"] for p in cat.find_problems(topic="tpl0")} == {ids[0], ids[3]}
-    assert cat.find_problems(text="nothing like it") == []
+    assert [p["id"] for p in cat.problems.find(text="what is 3 + 3?")] == [ids[3]]  # same normalized text
+    assert {p["id"] for p in cat.problems.find(text="+ 1")} == {ids[1]}  # substring
+    assert [p["id"] for p in cat.problems.find(hash=ids[4][:10])] == [ids[4]]
+    assert {p["id"] for p in cat.problems.find(topic="add")} == {ids[1], ids[3], ids[5]}
+    assert {p["id"] for p in cat.problems.find(topic="tpl0")} == {ids[0], ids[3]}
+    assert cat.problems.find(text="nothing like it") == []
     with pytest.raises(GalahadError):
-        cat.find_problems(hash="../../etc")
+        cat.problems.find(hash="../../etc")
 
 
 def test_claim_hands_each_problem_out_once_and_leases_expire(cat):
-    ids = cat.add_problems([dict(text=f"q{i}", answer="1", source="u", topic="t") for i in range(10)])
-    first = cat.claim(4, "a", lease_seconds=600)
-    second = cat.claim(10, "b", lease_seconds=600)
+    ids = cat.problems.add_many([dict(text=f"q{i}", answer="1", source="u", topic="t") for i in range(10)])
+    first = cat.queue.claim(4, "a", lease_seconds=600)
+    second = cat.queue.claim(10, "b", lease_seconds=600)
     assert len(first) == 4 and len(second) == 6
     assert {p["id"] for p in first} | {p["id"] for p in second} == set(ids)
     assert all(p["status"] == "claimed" and p["claimed_by"] == "a" for p in first)
-    assert cat.claim(5, "c", lease_seconds=600) == []
+    assert cat.queue.claim(5, "c", lease_seconds=600) == []
     # A worker that died holds its problems only until the lease runs out.
-    dead = cat.add_problems([dict(text=f"r{i}", answer="1", source="u", topic="t") for i in range(3)])
-    assert {p["id"] for p in cat.claim(3, "dead", lease_seconds=0)} == set(dead)
-    resumed = cat.claim(10, "alive", lease_seconds=600)
+    dead = cat.problems.add_many([dict(text=f"r{i}", answer="1", source="u", topic="t") for i in range(3)])
+    assert {p["id"] for p in cat.queue.claim(3, "dead", lease_seconds=0)} == set(dead)
+    resumed = cat.queue.claim(10, "alive", lease_seconds=600)
     assert {p["id"] for p in resumed} == set(dead) and all(p["claims"] == 2 for p in resumed)
-    assert cat.extend_lease([p["id"] for p in first], "a", 900) == 4
-    assert cat.extend_lease([p["id"] for p in first], "b", 900) == 0
-    cat.mark(ids[0], "pending")
-    assert [p["id"] for p in cat.claim(5, "d", 600)] == [ids[0]]
-    cat.mark(ids[0], "failed")
-    cat.mark(ids[1], "verified")
+    assert cat.queue.extend_lease([p["id"] for p in first], "a", 900) == 4
+    assert cat.queue.extend_lease([p["id"] for p in first], "b", 900) == 0
+    cat.queue.mark(ids[0], "pending")
+    assert [p["id"] for p in cat.queue.claim(5, "d", 600)] == [ids[0]]
+    cat.queue.mark(ids[0], "failed")
+    cat.queue.mark(ids[1], "verified")
     assert cat.stats()["by_status"] == {"claimed": 11, "failed": 1, "verified": 1}
     with pytest.raises(GalahadError, match="cannot mark"):
-        cat.mark(ids[2], "claimed")
+        cat.queue.mark(ids[2], "claimed")
     with pytest.raises(GalahadError, match="unknown problem"):
-        cat.mark("f" * 64, "failed")
+        cat.queue.mark("f" * 64, "failed")
 
 
 def test_deposit_provenance_lineage_and_verified_solution(cat, store):
     ids = W.populate(cat, store)
     last = ids["chain"][-1]
-    lin = cat.lineage(last)
+    lin = cat.artifacts.lineage(last)
     assert lin["artifact"]["id"] == last and "token_ids" not in lin["artifact"]
     assert lin["verification"]["id"] == ids["verification"] and lin["verification"]["verified"] is True
     assert lin["attempt"]["id"] == ids["attempt"] and lin["attempt"]["output_text"] == "5"
@@ -130,42 +130,42 @@ def test_deposit_provenance_lineage_and_verified_solution(cat, store):
     assert lin["run"]["id"] == ids["run"] and lin["run"]["summary"] == {"verified": 2}
     assert [p["id"] for p in lin["parents"]] == ids["chain"][1::-1]
     assert lin["libraries"] == [{"library": "arith", "chain_index": 0, "position": 2}]
-    root = cat.lineage(ids["chain"][0])
+    root = cat.artifacts.lineage(ids["chain"][0])
     assert root["verification"] is None and root["parents"] == []
-    best = cat.verified_solution(ids["problems"][0])
+    best = cat.runs.verified_solution(ids["problems"][0])
     assert best["id"] == ids["attempt"] and best["artifact_id"] == last
-    assert cat.verified_solution(ids["problems"][2]) is None
-    row = cat.artifact(last)
+    assert cat.runs.verified_solution(ids["problems"][2]) is None
+    row = cat.artifacts.get(last)
     assert (row["token_start"], row["token_end"], row["n_tokens"]) == (8, 12, 4)
     assert row["model_fingerprint"] == W.FP_MODEL and len(row["token_ids"]) == 4
     assert sha256_hex(store.get(last)) == last and store.size(last) == row["size"]
-    p0 = [a for a in cat.attempts_for(ids["problems"][0])]
+    p0 = [a for a in cat.runs.attempts(ids["problems"][0])]
     assert [[v["verified"] for v in a["verifications"]] for a in p0] == [[False], [True]]
 
 
 def test_same_content_is_one_row_and_bad_deposits_record_nothing(cat, store):
     aid, data = W.make_artifact(seed=1)
-    assert cat.deposit(store, store.put(data)) == aid  # the depositor puts the blob; the catalog records its row
-    assert cat.deposit(store, aid) == aid
+    assert cat.artifacts.deposit(store, store.put(data)) == aid  # the depositor puts the blob; the catalog records its row
+    assert cat.artifacts.deposit(store, aid) == aid
     assert cat.stats()["artifacts"] == 1
     orphan_parent, _ = W.make_artifact(seed=2)
     child_id, child = W.make_artifact(parent=orphan_parent, start=4, seed=3)
     with pytest.raises(GalahadError, match="unknown parent artifact"):
-        cat.deposit(store, store.put(child))
+        cat.artifacts.deposit(store, store.put(child))
     junk = store.put(b"\x00" * 64)
     with pytest.raises(GalahadError, match="not a Galahad artifact"):
-        cat.deposit(store, junk)
+        cat.artifacts.deposit(store, junk)
     unverified = store.put(W.make_artifact(seed=4)[1])
     with pytest.raises(GalahadError, match="unknown verification"):
-        cat.deposit(store, unverified, verification_id="0" * 32)
+        cat.artifacts.deposit(store, unverified, verification_id="0" * 32)
     never_put, _ = W.make_artifact(seed=5)
     with pytest.raises(GalahadError, match="missing"):  # no row may point at nothing
-        cat.deposit(store, never_put)
+        cat.artifacts.deposit(store, never_put)
     rotten_id, rotten = W.make_artifact(seed=6)
     store.put(rotten)
     store.path(rotten_id).write_bytes(rotten[:-1] + bytes([rotten[-1] ^ 1]))
     with pytest.raises(GalahadError, match="corrupted"):  # the row must be what the stored bytes say
-        cat.deposit(store, rotten_id)
+        cat.artifacts.deposit(store, rotten_id)
     assert cat.stats()["artifacts"] == 1
     # What the refused deposits put is garbage without a row: gc's to collect (it refuses a mass delete
     # unless forced), never a row.
@@ -173,35 +173,43 @@ def test_same_content_is_one_row_and_bad_deposits_record_nothing(cat, store):
         [child_id, junk, unverified, rotten_id])
     assert list(store.ids()) == [aid]
     with pytest.raises(GalahadError, match="unknown artifact"):
-        cat.artifact("a" * 64)
+        cat.artifacts.get("a" * 64)
     with pytest.raises(GalahadError, match="not a valid artifact id"):
-        cat.artifact("../" + "a" * 61)
+        cat.artifacts.get("../" + "a" * 61)
 
 
 def test_library_chains(cat, store):
     ids = W.populate(cat, store)
-    assert cat.library_chain("arith", 0) == ids["chain"]
-    assert cat.library_chain("arith") == ids["second_chain"]  # default: the current chain
-    assert cat.library_chains("arith") == [ids["chain"], ids["second_chain"]]
-    tail = cat.library_tail("arith")
+    assert cat.libraries.chain("arith", 0) == ids["chain"]
+    assert cat.libraries.chain("arith") == ids["second_chain"]  # default: the current chain
+    assert W.chains(cat, "arith") == [ids["chain"], ids["second_chain"]]
+    tail = cat.libraries.tail("arith")
     assert tail["id"] == ids["second_chain"][0] and (tail["chain_index"], tail["position"]) == (1, 0)
-    assert cat.library_tail("arith", 0)["id"] == ids["chain"][-1]
-    assert cat.library_tail("nope") is None and cat.library_chain("nope") == []
+    assert cat.libraries.tail("arith", 0)["id"] == ids["chain"][-1]
+    assert cat.libraries.tail("nope") is None and cat.libraries.chain("nope") == []
     # Appending must extend the tail; the same artifact again is a no-op.
     stray_id, stray = W.make_artifact(seed=300)
-    cat.deposit(store, store.put(stray))
+    cat.artifacts.deposit(store, store.put(stray))
     with pytest.raises(GalahadError, match="does not extend library"):
-        cat.append_to_library("arith", stray_id)
+        cat.artifacts.deposit(store, stray_id, library="arith")
+
+    def place(aid: str) -> list[tuple[int, int]]:
+        return [(r["chain_index"], r["position"]) for r in cat.artifacts.lineage(aid)["libraries"]]
+
+    assert place(stray_id) == []
     nxt_id, nxt = W.make_artifact(parent=ids["second_chain"][0], start=6, seed=301)
-    cat.deposit(store, store.put(nxt))
-    assert cat.append_to_library("arith", nxt_id) == (1, 1)
-    assert cat.append_to_library("arith", nxt_id) == (1, 1)
-    assert cat.append_to_library("arith", stray_id, new_chain=True) == (2, 0)
-    libs = cat.libraries()
+    cat.artifacts.deposit(store, store.put(nxt))
+    cat.artifacts.deposit(store, nxt_id, library="arith")
+    assert place(nxt_id) == [(1, 1)]
+    cat.artifacts.deposit(store, nxt_id, library="arith")
+    assert place(nxt_id) == [(1, 1)]
+    cat.artifacts.deposit(store, stray_id, library="arith", new_chain=True)
+    assert place(stray_id) == [(2, 0)]
+    libs = cat.libraries.all()
     assert len(libs) == 1 and libs[0]["library"] == "arith"
     assert (libs[0]["chains"], libs[0]["artifacts"], libs[0]["stored_tokens"]) == (3, 6, 4 * 3 + 6 + 4 + 4)
     with pytest.raises(GalahadError, match="library name"):
-        cat.ensure_library("")
+        cat.libraries.ensure("")
 
 
 def test_views_answer_common_questions(cat, store):
@@ -231,15 +239,15 @@ def test_stats_and_runs(cat, store):
         "problems": 3, "verified": 2, "artifacts": 4, "stored_tokens": 18,
         "bytes": sum(store.size(a) for a in all_ids)}
     assert (s["attempts"], s["verifications"], s["libraries"], s["runs"]) == (3, 3, 1, 1)
-    run = cat.run(ids["run"])
+    run = cat.runs.get(ids["run"])
     assert run["config"] == {"model": "tiny", "seed": 1} and run["finished_at"] >= run["started_at"]
-    assert [r["id"] for r in cat.runs()] == [ids["run"]]
+    assert [r["id"] for r in cat.runs.recent()] == [ids["run"]]
     with pytest.raises(GalahadError, match="unknown run"):
-        cat.finish_run("0" * 32, {})
+        cat.runs.finish("0" * 32, {})
     with pytest.raises(GalahadError, match="unknown problem"):
-        cat.add_attempt("0" * 64, None, W.FP_MODEL, {}, "", 0, 0.0, 0.0)
+        cat.runs.add_attempt("0" * 64, None, W.FP_MODEL, {}, "", 0, 0.0, 0.0)
     with pytest.raises(GalahadError, match="unknown attempt"):
-        cat.add_verification("0" * 32, "v1", True, "")
+        cat.runs.add_verification("0" * 32, "v1", True, "")
     assert cat.resolve(ids["chain"][0][:12]) == ("artifact", ids["chain"][0])
     assert cat.resolve(ids["problems"][1]) == ("problem", ids["problems"][1])
     with pytest.raises(GalahadError, match="unknown id"):
@@ -258,17 +266,17 @@ def test_deposit_many(cat, store):
     chain = W.make_chain(5, seed=900)
     blobs = [d for _, d in chain]
     ids = store.put_many(blobs + blobs[:1])
-    assert cat.deposit_many(store, ids, library="bulk") == [a for a, _ in chain] + [chain[0][0]]
-    assert cat.library_chain("bulk") == [a for a, _ in chain] and cat.stats()["artifacts"] == 5
+    assert cat.artifacts.deposit_many(store, ids, library="bulk") == [a for a, _ in chain] + [chain[0][0]]
+    assert cat.libraries.chain("bulk") == [a for a, _ in chain] and cat.stats()["artifacts"] == 5
     assert all(sha256_hex(store.get(a)) == a for a, _ in chain)
     orphan_parent, _ = W.make_artifact(seed=901)
     child_id, child = W.make_artifact(parent=orphan_parent, start=4, seed=902)
     loose_id, loose = W.make_artifact(seed=903)
     with pytest.raises(GalahadError, match="unknown parent artifact"):
-        cat.deposit_many(store, store.put_many([loose, child]))
-    assert cat.stats()["artifacts"] == 5 and not cat.has_artifact(loose_id)  # no row, not even the loose one's
+        cat.artifacts.deposit_many(store, store.put_many([loose, child]))
+    assert cat.stats()["artifacts"] == 5 and not cat.artifacts.has(loose_id)  # no row, not even the loose one's
     with pytest.raises(GalahadError, match="missing"):
-        cat.deposit_many(store, [W.make_artifact(seed=904)[0]])  # never put
+        cat.artifacts.deposit_many(store, [W.make_artifact(seed=904)[0]])  # never put
     assert cat.stats()["artifacts"] == 5
 
 
@@ -276,9 +284,9 @@ def test_model_output_with_nul_bytes_is_stored_on_both_backends(catalog_url):
     from galahad.flywheel.catalog import Catalog
 
     with Catalog(catalog_url) as cat:
-        pid = cat.add_problem("What is 1 + 1?", "2", "test", "t")
-        aid = cat.add_attempt(pid, None, "fp", {}, "2\x00junk", 3, 0.0, 0.0)
-        cat.add_verification(aid, "v", False, "not verified: bad\x00answer")
-        (row,) = cat.attempts_for(pid)
+        pid = cat.problems.add("What is 1 + 1?", "2", "test", "t")
+        aid = cat.runs.add_attempt(pid, None, "fp", {}, "2\x00junk", 3, 0.0, 0.0)
+        cat.runs.add_verification(aid, "v", False, "not verified: bad\x00answer")
+        (row,) = cat.runs.attempts(pid)
         assert row["output_text"] == "2\ufffdjunk"
         assert row["verifications"][0]["reason"] == "not verified: bad\ufffdanswer"

@@ -61,7 +61,7 @@ def test_round_trip_to_the_other_backend_is_byte_identical(backend, catalog_url,
     bundle = tmp_path / "out.galahad"
     with Catalog(catalog_url) as src:
         ids = W.populate(src, src_store)
-        src.add_problem("never attempted", "0", "unit", "arith")  # not part of any artifact's provenance
+        src.problems.add("never attempted", "0", "unit", "arith")  # not part of any artifact's provenance
         summary = export_bundle(src, src_store, bundle)
         src_rows = canonical_rows(src)
     assert summary["artifacts"] == 4 and summary["problems"] == 2
@@ -78,8 +78,8 @@ def test_round_trip_to_the_other_backend_is_byte_identical(backend, catalog_url,
         for t in ("artifacts", "runs", "libraries", "library_entries"):
             assert dst_rows[t] == src_rows[t], t
         assert [len(dst_rows[t]) for t in ("problems", "attempts", "verifications")] == [2, 2, 2]
-        assert dst.lineage(ids["chain"][-1])["problem"]["id"] == ids["problems"][0]
-        assert dst.library_chains("arith") == [ids["chain"], ids["second_chain"]]
+        assert dst.artifacts.lineage(ids["chain"][-1])["problem"]["id"] == ids["problems"][0]
+        assert W.chains(dst, "arith") == [ids["chain"], ids["second_chain"]]
         again = export_bundle(dst, dst_store, tmp_path / "again.galahad")
         assert again["artifacts"] == 4
         assert sha256_hex((tmp_path / "again.galahad").read_bytes()) == sha256_hex(bundle.read_bytes())
@@ -92,7 +92,7 @@ def test_library_export_takes_ancestors(catalog_url, make_catalog_url, tmp_path)
     with Catalog(catalog_url) as cat:
         ids = W.populate(cat, store)
         tip_id, tip = W.make_artifact(parent=ids["chain"][-1], start=12, seed=500)
-        cat.deposit(store, store.put(tip), library="other")  # a one-entry library whose parent lives elsewhere
+        cat.artifacts.deposit(store, store.put(tip), library="other")  # a one-entry library whose parent lives elsewhere
         export_bundle(cat, store, tmp_path / "other.galahad", library="other")
         with pytest.raises(GalahadError, match="unknown or empty library"):
             export_bundle(cat, store, tmp_path / "x.galahad", library="missing")
@@ -100,8 +100,8 @@ def test_library_export_takes_ancestors(catalog_url, make_catalog_url, tmp_path)
             export_bundle(cat, store, tmp_path / "other.galahad", library="other")
     with Catalog(make_catalog_url("sqlite")) as dst:
         import_bundle(dst, LocalStore(tmp_path / "dst"), tmp_path / "other.galahad")
-        assert [p["id"] for p in dst.lineage(tip_id)["parents"]] == ids["chain"][::-1]
-        assert dst.library_chains("other") == [[tip_id]] and dst.library_chains("arith") == []
+        assert [p["id"] for p in dst.artifacts.lineage(tip_id)["parents"]] == ids["chain"][::-1]
+        assert W.chains(dst, "other") == [[tip_id]] and W.chains(dst, "arith") == []
 
 
 def test_bad_bundles_are_refused_with_nothing_written(catalog_url, make_catalog_url, tmp_path):
@@ -166,7 +166,7 @@ def test_bundle_that_conflicts_with_the_catalog_is_refused(catalog_url, make_cat
     with Catalog(catalog_url) as dst:
         dst_store = LocalStore(tmp_path / "dst")
         other_id, other = W.make_artifact(seed=777)
-        dst.deposit(dst_store, dst_store.put(other), library="arith")  # same library name, different first artifact
+        dst.artifacts.deposit(dst_store, dst_store.put(other), library="arith")  # same library name, different first artifact
         with pytest.raises(GalahadError, match="conflicts"):
             import_bundle(dst, dst_store, tmp_path / "b.galahad")
         assert list(dst_store.ids()) == [other_id] and dst.stats()["artifacts"] == 1

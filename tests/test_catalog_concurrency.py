@@ -76,7 +76,7 @@ def test_eight_processes_deposit_concurrently(catalog_url, tmp_path):
     assert all(len(ids) == PER_PROC for _, ids, _ in out)
     assert {i for _, ids, _ in out for i in ids} == expected
     with Catalog(catalog_url) as cat:
-        assert set(cat.artifact_sizes()) == expected  # primary key: a duplicate row cannot exist
+        assert set(cat.artifacts.sizes()) == expected  # primary key: a duplicate row cannot exist
         assert cat.stats()["artifacts"] == len(expected)
         report = fsck(cat, LocalStore(store_root))
         assert report.ok, report.to_dict()
@@ -84,7 +84,7 @@ def test_eight_processes_deposit_concurrently(catalog_url, tmp_path):
 
 def test_concurrent_claims_hand_out_each_problem_once(catalog_url):
     with Catalog(catalog_url) as cat:
-        ids = cat.add_problems([dict(text=f"problem {i}", answer=str(i), source="u", topic="t") for i in range(120)])
+        ids = cat.problems.add_many([dict(text=f"problem {i}", answer=str(i), source="u", topic="t") for i in range(120)])
     ctx = fresh_processes()
     start, results = ctx.Event(), ctx.Queue()
     procs = [ctx.Process(target=W.claim_worker, args=(catalog_url, f"w{i}", start, results)) for i in range(4)]
@@ -120,6 +120,6 @@ def test_sigkilled_depositors_never_leave_dangling_rows(catalog_url, tmp_path):
         report = fsck(cat, store)
         assert not report.damaged, report.to_dict()  # no dangling, corrupted or mismatched rows
         assert report.rows > 0
-        assert all(sha256_hex(store.get(a)) == a for a in cat.artifact_sizes())
+        assert all(sha256_hex(store.get(a)) == a for a in cat.artifacts.sizes())
         gc(cat, store, grace_seconds=0, force=True)  # orphans may outnumber rows after 50 kills
         assert fsck(cat, store).ok

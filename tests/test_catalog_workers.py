@@ -44,30 +44,38 @@ def make_chain(n: int, seed: int = 0, span: int = 4) -> list[tuple[str, bytes]]:
     return out
 
 
+def chains(cat, library: str) -> list[list[str]]:
+    """Every chain of a library, each its artifact ids in order."""
+    out: dict[int, list[str]] = {}
+    for r in cat.artifacts.listing(limit=10**9, library=library):
+        out.setdefault(r["chain_index"], []).append(r["id"])
+    return [out[k] for k in sorted(out)]
+
+
 def populate(cat, store) -> dict:
     """A small catalog with full provenance: 3 problems, a run, attempts, verdicts, and a library of
     two chains (3 + 1 artifacts) whose last artifacts come from verified solutions."""
     ids: dict = {"problems": [], "chain": []}
     for i, (text, answer) in enumerate([("What is 2 + 3?", "5"), ("What is 7 * 6?", "42"), ("Solve x + 1 = 4", "3")]):
-        ids["problems"].append(cat.add_problem(text, answer, source="unit", topic="arith", template=f"t{i % 2}"))
-    ids["run"] = cat.start_run({"model": "tiny", "seed": 1})
+        ids["problems"].append(cat.problems.add(text, answer, source="unit", topic="arith", template=f"t{i % 2}"))
+    ids["run"] = cat.runs.start({"model": "tiny", "seed": 1})
     p0, p1 = ids["problems"][:2]
-    bad = cat.add_attempt(p0, ids["run"], FP_MODEL, {"temperature": 1.0}, "6", 3, 0.5, 0.4, None)
-    ids["rejected"] = cat.add_verification(bad, "v1", False, "expected 5, got 6")
-    good = cat.add_attempt(p0, ids["run"], FP_MODEL, {"temperature": 1.0}, "5", 2, 0.4, 0.3, 1.5)
+    bad = cat.runs.add_attempt(p0, ids["run"], FP_MODEL, {"temperature": 1.0}, "6", 3, 0.5, 0.4, None)
+    ids["rejected"] = cat.runs.add_verification(bad, "v1", False, "expected 5, got 6")
+    good = cat.runs.add_attempt(p0, ids["run"], FP_MODEL, {"temperature": 1.0}, "5", 2, 0.4, 0.3, 1.5)
     ids["attempt"] = good
-    ids["verification"] = cat.add_verification(good, "v1", True, "numeric match")
-    other = cat.add_attempt(p1, ids["run"], FP_MODEL, {"temperature": 0.0}, "42", 2, 0.4, 0.3, None)
-    ids["verification2"] = cat.add_verification(other, "v1", True, "numeric match")
+    ids["verification"] = cat.runs.add_verification(good, "v1", True, "numeric match")
+    other = cat.runs.add_attempt(p1, ids["run"], FP_MODEL, {"temperature": 0.0}, "42", 2, 0.4, 0.3, None)
+    ids["verification2"] = cat.runs.add_verification(other, "v1", True, "numeric match")
     chain = make_chain(3, seed=100)
     for j, (aid, data) in enumerate(chain):
         v = ids["verification"] if j == 2 else None
-        assert cat.deposit(store, store.put(data), verification_id=v, library="arith") == aid
+        assert cat.artifacts.deposit(store, store.put(data), verification_id=v, library="arith") == aid
     ids["chain"] = [a for a, _ in chain]
     second, data = make_artifact(start=0, n_tokens=6, seed=200)
-    cat.deposit(store, store.put(data), verification_id=ids["verification2"], library="arith", new_chain=True)
+    cat.artifacts.deposit(store, store.put(data), verification_id=ids["verification2"], library="arith", new_chain=True)
     ids["second_chain"] = [second]
-    cat.finish_run(ids["run"], {"verified": 2})
+    cat.runs.finish(ids["run"], {"verified": 2})
     return ids
 
 
@@ -84,7 +92,7 @@ def deposit_worker(url: str, store_root: str, blob_file: str, start, results) ->
         cat = Catalog(url)
         store = LocalStore(store_root)
         start.wait(timeout=300)
-        ids = [cat.deposit(store, store.put(b)) for b in blobs]
+        ids = [cat.artifacts.deposit(store, store.put(b)) for b in blobs]
         cat.close()
         results.put((os.getpid(), ids, None))
     except BaseException:
@@ -99,7 +107,7 @@ def claim_worker(url: str, worker_id: str, start, results) -> None:
         cat = Catalog(url)
         start.wait(timeout=300)
         got: list[str] = []
-        while batch := cat.claim(3, worker_id, lease_seconds=600):
+        while batch := cat.queue.claim(3, worker_id, lease_seconds=600):
             got += [p["id"] for p in batch]
         cat.close()
         results.put((worker_id, got, None))
@@ -131,7 +139,7 @@ def crash_trials(url: str, store_root: str, blob_file: str, trials: int, seed: i
                 os.write(w, b"r")
                 i = offset
                 while True:  # until killed; exiting by itself means something failed
-                    cat.deposit(store, store.put(blobs[i % len(blobs)]))
+                    cat.artifacts.deposit(store, store.put(blobs[i % len(blobs)]))
                     os.write(w, b"d")
                     i += 1
             finally:

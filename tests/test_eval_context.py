@@ -107,7 +107,7 @@ def test_graftable_needs_whole_chain_and_same_fingerprints(grown, model_cache):
         t = catalog_tokens(catalog, store, other)
         assert t["graftable_tokens"] == 0 and t["stored_tokens"] == m["scores"]["stored_tokens"]
         # A blob missing mid-chain makes it and every later segment of that chain ungraftable.
-        rows = catalog.artifacts(limit=10**6, library=f"{LIBRARY_PREFIX}-0-1")
+        rows = catalog.artifacts.listing(limit=10**6, library=f"{LIBRARY_PREFIX}-0-1")
         chain = [r for r in rows if r["chain_index"] == 0]
         victim = chain[len(chain) // 2]
         lost = sum(r["n_tokens"] for r in chain if r["position"] >= victim["position"])

@@ -55,14 +55,14 @@ def test_run_verifies_deposits_and_catalog_is_consistent(learned, env):
         stats = cat.stats()
         # one library artifact and one recall artifact (the solution alone) per verified problem
         assert stats["artifacts"] == 2 * stats["verified"] == 2 * summary["verified"]
-        for p in cat.find_problems(limit=1000):
-            sol = cat.verified_solution(p["id"])
+        for p in cat.problems.find(limit=1000):
+            sol = cat.runs.verified_solution(p["id"])
             assert (p["status"] == "verified") == (sol is not None and sol["artifact_id"] is not None)
-            recall = cat.recall(p["id"])
+            recall = cat.recalls.get(p["id"])
             assert (p["status"] == "verified") == (recall is not None)
             if recall:
                 assert recall["artifact_id"] != sol["artifact_id"]
-                assert cat.artifact(recall["artifact_id"])["parent_id"] is None  # a root: alone in context
+                assert cat.artifacts.get(recall["artifact_id"])["parent_id"] is None  # a root: alone in context
     fsck = galahad(data, "catalog", "fsck", env=env)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
 
@@ -70,7 +70,7 @@ def test_run_verifies_deposits_and_catalog_is_consistent(learned, env):
 def test_recurrence_is_answered_by_graft_in_a_handful_of_tokens(learned, env):
     data, _ = learned
     with _catalog(data) as cat:
-        verified = [p for p in cat.find_problems(limit=1000) if p["status"] == "verified"][:2]
+        verified = [p for p in cat.problems.find(limit=1000) if p["status"] == "verified"][:2]
     assert verified
     for p in verified:
         proc = galahad(data, "solve", p["text"], "--json", env=env)
@@ -94,11 +94,11 @@ def test_recurrence_is_correct_for_every_verified_problem_of_the_run(learned, en
     records = json.loads((tmp_path / "r.json").read_text())["records"]
     with _catalog(data) as cat:
         for r in (r for r in records if r["condition"] == "graft"):
-            assert r["grafted_artifacts"] == [cat.recall(r["id"])["artifact_id"]]  # its solution alone
+            assert r["grafted_artifacts"] == [cat.recalls.get(r["id"])["artifact_id"]]  # its solution alone
             assert r["verified"] and r["decode_tokens"] <= 8
     # The same problem in other words is recalled by its canonical key, from the same artifact.
     with _catalog(data) as cat:
-        added = [p for p in cat.find_problems(limit=1000) if p["status"] == "verified"
+        added = [p for p in cat.problems.find(limit=1000) if p["status"] == "verified"
                  and p["template"].startswith("add1/")][:1]
     for p in added:
         a, b = p["external_id"].rsplit("/", 1)[-1].split("-")  # builtin/add1/t<k>/<a>-<b>
@@ -173,15 +173,15 @@ def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path, env):
         proc.wait()
     assert seen >= 1, "the job ended or stalled before verifying anything"
     with _catalog(data) as cat:
-        before = {p["id"] for p in cat.find_problems(limit=1000) if p["status"] == "verified"}
+        before = {p["id"] for p in cat.problems.find(limit=1000) if p["status"] == "verified"}
     resumed = galahad(data, *RUN[0:], "--limit", "10", "--seed", "3", "--json", env=env)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     with _catalog(data) as cat:
-        after = {p["id"] for p in cat.find_problems(limit=1000) if p["status"] == "verified"}
+        after = {p["id"] for p in cat.problems.find(limit=1000) if p["status"] == "verified"}
         stats = cat.stats()
         assert before <= after
         assert stats["artifacts"] == 2 * len(after)  # library + recall artifact per verified problem: none lost, none twice
-        assert not cat.missing_recalls() and not cat.unfinished_deposits()
+        assert not cat.recalls.missing() and not cat.queue.unfinished_deposits()
         assert stats["by_status"].get("claimed", 0) == 0
     fsck = galahad(data, "catalog", "fsck", "--json", env=env)
     report = json.loads(fsck.stdout)
@@ -236,7 +236,7 @@ def test_eval_transfer_conditions_stats_plots_and_rescore(learned, env, tmp_path
         assert Path(png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     records = json.loads(manifest.read_text())["records"]
     with _catalog(data) as cat:
-        known = {p["id"] for p in cat.find_problems(limit=1000)}
+        known = {p["id"] for p in cat.problems.find(limit=1000)}
     assert not {r["id"] for r in records} & known  # held out: never a problem the catalog learned
     assert galahad(data, "rescore", str(manifest), env=env).returncode == 0
 
@@ -244,7 +244,7 @@ def test_eval_transfer_conditions_stats_plots_and_rescore(learned, env, tmp_path
 def _attempts(data: Path) -> dict:
     with _catalog(data) as cat:
         return {(p["id"], a["sampling"]["sample"]): (a["output_text"], a["sampling"]["group"])
-                for p in cat.find_problems(limit=1000) for a in cat.attempts_for(p["id"])}
+                for p in cat.problems.find(limit=1000) for a in cat.runs.attempts(p["id"])}
 
 
 def test_batches_are_formed_by_the_queue_not_by_timing(learned, env, tmp_path):
@@ -258,5 +258,5 @@ def test_batches_are_formed_by_the_queue_not_by_timing(learned, env, tmp_path):
     assert mine == theirs and len(mine) == summary["attempted"] == other["attempted"]
     assert other["verified"] == summary["verified"] and other["tokens_spent"] == summary["tokens_spent"]
     with _catalog(data) as cat:
-        sizes = {a["sampling"]["group_size"] for p in cat.find_problems(limit=1000) for a in cat.attempts_for(p["id"])}
+        sizes = {a["sampling"]["group_size"] for p in cat.problems.find(limit=1000) for a in cat.runs.attempts(p["id"])}
     assert max(sizes) > 1  # several problems did share calls

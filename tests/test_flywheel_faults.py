@@ -83,13 +83,13 @@ def test_full_disk_refuses_the_deposit_and_leaves_catalog_consistent(tmp_path, t
     dep = Depositor("tiny", model_cache, DEFAULT_RUNTIME, url, tiny_disk / "store")
     text = "Please " * 300 + "what is 2 + 2?"  # a long segment: its KV does not fit in 256 KiB
     cat = dep.catalog
-    cat.add_problem(text, "4", "test", "arith", "t")
-    attempt = cat.add_attempt(phash(text), None, "fp", {}, "4", 1, 0.0, 0.0)
-    vid = cat.add_verification(attempt, "test", True, "ok")
+    cat.problems.add(text, "4", "test", "arith", "t")
+    attempt = cat.runs.add_attempt(phash(text), None, "fp", {}, "4", 1, 0.0, 0.0)
+    vid = cat.runs.add_verification(attempt, "test", True, "ok")
     problem = {"id": phash(text), "text": text, "answer": "4", "template": "t", "topic": "arith"}
     with pytest.raises(GalahadError, match="No space left on device"):
         dep.deposit(problem, "4", vid)
-    assert cat.stats()["artifacts"] == 0 and cat.library_chain("template:t") == []
+    assert cat.stats()["artifacts"] == 0 and cat.libraries.chain("template:t") == []
     assert not list((tiny_disk / "store").rglob(".tmp-*"))  # no partial blob left behind
     cat.close()
 

@@ -24,12 +24,12 @@ def _foreign_bundle(tmp_path: Path) -> tuple[Path, list[str]]:
     another model, so the catalog already 'knows' the problem solve is asked below."""
     store = LocalStore(tmp_path / "foreign-store")
     with Catalog(f"sqlite:///{tmp_path / 'foreign.sqlite3'}") as cat:
-        pid = cat.add_problem("What is 3 + 4?", "7", "unit", "arith", "t-add")
-        att = cat.add_attempt(pid, None, W.FP_MODEL, {}, "7", 1, 0.1, 0.1)
-        ver = cat.add_verification(att, "v1", True, "ok")
+        pid = cat.problems.add("What is 3 + 4?", "7", "unit", "arith", "t-add")
+        att = cat.runs.add_attempt(pid, None, W.FP_MODEL, {}, "7", 1, 0.1, 0.1)
+        ver = cat.runs.add_verification(att, "v1", True, "ok")
         chain = W.make_chain(2, seed=900)
         for j, (_aid, data) in enumerate(chain):
-            cat.deposit(store, store.put(data), verification_id=ver if j == 1 else None, library=LIB)
+            cat.artifacts.deposit(store, store.put(data), verification_id=ver if j == 1 else None, library=LIB)
         bundle = tmp_path / "foreign.tar"
         export_bundle(cat, store, bundle)
     return bundle, [a for a, _ in chain]
@@ -46,23 +46,23 @@ def test_deposit_and_solve_ignore_a_foreign_fingerprint_library(tmp_path, model_
     cat, store = dep.catalog, dep.store
     try:
         assert import_bundle(cat, store, bundle)["added"]["artifacts"] == 2
-        assert cat.library_tail(LIB)["id"] == foreign[-1]  # the foreign chain is the library's newest
+        assert cat.libraries.tail(LIB)["id"] == foreign[-1]  # the foreign chain is the library's newest
         placed = []
         for text, answer in (("What is 3 + 4?", "7"), ("What is 2 + 5?", "7")):
             p = _problem(text, answer)
-            cat.add_problem(text, answer, "unit", "arith", "t-add")
-            att = cat.add_attempt(p["id"], None, dep.engine.model_fingerprint, {}, answer, 1, 0.0, 0.0)
-            placed.append(dep.deposit(p, answer, cat.add_verification(att, "v1", True, "ok")))
+            cat.problems.add(text, answer, "unit", "arith", "t-add")
+            att = cat.runs.add_attempt(p["id"], None, dep.engine.model_fingerprint, {}, answer, 1, 0.0, 0.0)
+            placed.append(dep.deposit(p, answer, cat.runs.add_verification(att, "v1", True, "ok")))
         # Our deposits start and extend our own chain: the foreign tail neither blocked nor was extended.
         assert [(d.chain_index, d.position) for d in placed] == [(1, 0), (1, 1)]
         assert placed[0].start == 0 and placed[1].start == placed[0].start + placed[0].tokens
         fps = (dep.engine.model_fingerprint, dep.engine.runtime_fingerprint)
-        assert cat.library_chain(LIB, fingerprints=fps) == [d.artifact_id for d in placed]
-        assert cat.library_chain(LIB, 0) == foreign
+        assert cat.libraries.chain(LIB, fingerprints=fps) == [d.artifact_id for d in placed]
+        assert cat.libraries.chain(LIB, 0) == foreign
         solver = Solver(dep.engine, cat, store)
         rec = solver.recurrence("What is 3 + 4?")  # verified twice: by the foreign model and by ours
-        own = cat.recall(_problem("What is 3 + 4?", "7")["id"], fps)  # recurrence grafts the recall artifact
-        assert own is not None and cat.artifact(own["artifact_id"])["model_fingerprint"] == fps[0]
+        own = cat.recalls.get(_problem("What is 3 + 4?", "7")["id"], fps)  # recurrence grafts the recall artifact
+        assert own is not None and cat.artifacts.get(own["artifact_id"])["model_fingerprint"] == fps[0]
         assert rec is not None and rec.grafted_artifacts == [own["artifact_id"]]
         assert not set(rec.grafted_artifacts) & set(foreign)
         transfer = solver.transfer("What is 1 + 1?", "t-add", "arith")

@@ -46,11 +46,11 @@ FORGERIES = {
 
 
 def _catalog_with(tmp_path, name: str, blobs: list[bytes]) -> tuple[Catalog, LocalStore]:
-    """A catalog holding `blobs` as rows (Catalog.deposit trusts its depositor; import and fsck must not)."""
+    """A catalog holding `blobs` as rows (catalog.artifacts.deposit trusts its depositor; import and fsck must not)."""
     store = LocalStore(tmp_path / f"{name}-store")
     cat = Catalog(f"sqlite:///{tmp_path / f'{name}.sqlite3'}")
     for data in blobs:
-        cat.deposit(store, store.put(data))
+        cat.artifacts.deposit(store, store.put(data))
     return cat, store
 
 
@@ -99,7 +99,7 @@ def test_verify_rederives_and_refuses_plausible_forged_kv(engine, tmp_path, caps
     store = LocalStore(tmp_path / "store")
     with Catalog(f"sqlite:///{tmp_path / 'src.sqlite3'}") as src:
         for data in (_bytes(root), child, forged):
-            src.deposit(store, store.put(data))
+            src.artifacts.deposit(store, store.put(data))
         plain = fsck(src, store)
         assert plain.ok and plain.forged is None  # intact: only --verify can see it
         checked = fsck(src, store, rederive=RebuildCheck(engine))

@@ -107,6 +107,7 @@ def test_other_runtime_or_model_is_refused(engine, model_cache):
         restore(Engine(changed, RT), [art])
 
 
+@pytest.mark.slow  # 50 cases, the deposit side in another process (~45 CPU seconds)
 def test_exactness_cli_tiny_50_samples_across_processes(tmp_path, model_cache, capsys):
     os.environ["GALAHAD_MODEL_CACHE"] = str(model_cache)
     out = tmp_path / "report.json"
@@ -184,6 +185,7 @@ def test_exactness_rejects_bad_arguments(tmp_path, capsys):
     assert "at least 1" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # 20 cases under the invariant kernels, token-by-token included (~50 CPU seconds)
 def test_invariant_mode_graft_equals_one_pass_and_token_by_token(tmp_path, model_cache, capsys):
     os.environ["GALAHAD_MODEL_CACHE"] = str(model_cache)
     code = main(["--data", str(tmp_path), "exactness", "--model", "tiny", "--mode", "invariant", "--samples", "20",

@@ -183,7 +183,7 @@ def one_blob(tmp_path):
     store = LocalStore(tmp_path / "store")
     cat = Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}")
     art_id, data = W.make_artifact()
-    cat.deposit(store, store.put(data))
+    cat.artifacts.deposit(store, store.put(data))
     yield cat, store, art_id, data
     cat.close()
 
@@ -278,7 +278,7 @@ def test_a_chmod_000_blob_is_reported_not_an_abort(require):
         os.chmod(base, 0o777)
         store = LocalStore(base / "store")
         with Catalog(f"sqlite:///{base / 'c.sqlite3'}") as cat:
-            ids = [cat.deposit(store, store.put(W.make_artifact(seed=s)[1])) for s in (1, 2)]
+            ids = [cat.artifacts.deposit(store, store.put(W.make_artifact(seed=s)[1])) for s in (1, 2)]
         for dirpath, dirs, files in os.walk(base):
             for name in dirs + files:
                 os.chmod(Path(dirpath) / name, 0o777 if name in dirs else 0o666)
@@ -309,7 +309,7 @@ def test_blobs_and_bundles_are_readable_by_a_shared_store(tmp_path):
     try:
         store = LocalStore(tmp_path / "store")
         with Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}") as cat:
-            art_id = cat.deposit(store, store.put(W.make_artifact()[1]))
+            art_id = cat.artifacts.deposit(store, store.put(W.make_artifact()[1]))
             export_bundle(cat, store, tmp_path / "b.galahad")
         assert stat.S_IMODE(os.stat(store.path(art_id)).st_mode) == 0o644
         assert stat.S_IMODE(os.stat(tmp_path / "b.galahad").st_mode) == 0o644

@@ -22,10 +22,10 @@ def _problem(text, answer, template="t-add", topic="arith"):
 
 def _verified(catalog, problem, output=None):
     """A problem with one verified attempt: what the loop commits before it deposits."""
-    catalog.add_problem(problem["text"], problem["answer"], "test", problem["topic"], problem["template"])
-    attempt = catalog.add_attempt(problem["id"], None, "fp", {}, output or problem["answer"], 1, 0.0, 0.0)
-    verification = catalog.add_verification(attempt, "test", True, "ok")
-    catalog.mark(problem["id"], "verified")
+    catalog.problems.add(problem["text"], problem["answer"], "test", problem["topic"], problem["template"])
+    attempt = catalog.runs.add_attempt(problem["id"], None, "fp", {}, output or problem["answer"], 1, 0.0, 0.0)
+    verification = catalog.runs.add_verification(attempt, "test", True, "ok")
+    catalog.queue.mark(problem["id"], "verified")
     return verification
 
 
@@ -42,14 +42,14 @@ def test_reconcile_deposits_a_verdict_whose_deposit_was_interrupted(depositor):
     done, cut = _problem("What is 2 + 2?", "4"), _problem("What is 3 + 3?", "6")
     depositor.deposit(done, "4", _verified(cat, done))
     v = _verified(cat, cut, output="6")  # the kill came here: verdict committed, no artifact
-    assert [p["id"] for p in cat.unfinished_deposits()] == [cut["id"]]
+    assert [p["id"] for p in cat.queue.unfinished_deposits()] == [cut["id"]]
     wheel = Flywheel(cat, depositor.store, [], None, depositor.engine.model_fingerprint, LoopConfig())
     wheel.deposits = depositor  # the same LibraryDeposits logic, prefilling in this process
     assert wheel.reconcile() == 1 and wheel.tally.deposited == 1
-    assert cat.unfinished_deposits() == []
-    sol = cat.verified_solution(cut["id"])
+    assert cat.queue.unfinished_deposits() == []
+    sol = cat.runs.verified_solution(cut["id"])
     assert sol["verification_id"] == v and sol["artifact_id"]
-    chain = cat.library_chain(library_name(cut))
+    chain = cat.libraries.chain(library_name(cut))
     assert chain[-1] == sol["artifact_id"] and [a.id for a in load_chain(depositor.store, chain[-1])] == chain
     assert wheel.reconcile() == 1  # nothing left to do: no second artifact
     assert cat.stats()["artifacts"] == 4  # each verified problem: its library artifact and its recall artifact
@@ -73,7 +73,7 @@ def test_a_chain_conflict_is_retried_and_other_errors_are_not(depositor, tmp_pat
     d = raced.deposit(c, c["answer"], _verified(cat, c))
     assert len(calls) == 3 and calls[0]["id"] != calls[1]["id"]  # redone after the new tail
     assert calls[2] is None  # then its recall artifact: a root of its own
-    chain = cat.library_chain(library_name(a))
+    chain = cat.libraries.chain(library_name(a))
     assert len(chain) == 3 and chain[-1] == d.artifact_id
     assert [x.id for x in load_chain(depositor.store, d.artifact_id)] == chain
 
@@ -104,9 +104,9 @@ def test_solve_classifies_a_new_problem_and_answers_by_transfer(depositor):
     assert solver.classify(new) == {"template": "t-plus5", "topic": "arith"}
     assert solver.classify("Name the capital of Freedonia.") is None
     ans = solver.solve(new, policy=RetrievalPolicy(max_solutions=2))
-    chain = cat.library_chain("template:t-plus5")
+    chain = cat.libraries.chain("template:t-plus5")
     assert ans.path == "transfer" and ans.grafted_artifacts == chain[:2]
-    assert ans.grafted_tokens == cat.artifact(chain[1])["token_end"] and ans.decode_tokens >= 1
+    assert ans.grafted_tokens == cat.artifacts.get(chain[1])["token_end"] and ans.decode_tokens >= 1
     explicit = solver.solve(new, template="t-plus5", policy=RetrievalPolicy(max_solutions=1))
     assert explicit.path == "transfer" and explicit.grafted_artifacts == chain[:1]
     unknown = solver.solve("Name the capital of Freedonia.")

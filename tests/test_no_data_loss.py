@@ -132,7 +132,7 @@ def test_corrupt_same_size_blob_is_repaired_by_put(tmp_path):
     path.write_bytes(bytes(rotten))
     assert path.stat().st_size == len(good)
     with Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}") as cat:
-        assert cat.deposit(store, store.put(good)) == aid  # a new row for those bytes...
+        assert cat.artifacts.deposit(store, store.put(good)) == aid  # a new row for those bytes...
         assert path.read_bytes() == good  # ...points at good bytes: the corrupt file was replaced
         assert store.get(aid) == good and fsck(cat, store).ok
     assert not list(store.temp_files())
@@ -143,11 +143,11 @@ def test_corrupt_same_size_blob_is_repaired_by_put(tmp_path):
 def _poisonable(tmp_path) -> tuple[Path, dict]:
     store = LocalStore(tmp_path / "src" / "store")
     with Catalog(f"sqlite:///{tmp_path / 'src.sqlite3'}") as cat:
-        pid = cat.add_problem("What is 4 + 3?", "7", source="unit", topic="arith", template="add")
-        att = cat.add_attempt(pid, None, W.FP_MODEL, {}, "7", 1, 0.1, 0.1)
-        ver = cat.add_verification(att, "v1", True, "numeric match")
+        pid = cat.problems.add("What is 4 + 3?", "7", source="unit", topic="arith", template="add")
+        att = cat.runs.add_attempt(pid, None, W.FP_MODEL, {}, "7", 1, 0.1, 0.1)
+        ver = cat.runs.add_verification(att, "v1", True, "numeric match")
         aid, data = W.make_artifact(seed=5)
-        cat.deposit(store, store.put(data), verification_id=ver, library="template:add")
+        cat.artifacts.deposit(store, store.put(data), verification_id=ver, library="template:add")
         bundle = tmp_path / "good.tar"
         export_bundle(cat, store, bundle)
     return bundle, {"problem": pid, "artifact": aid, "verification": ver, "attempt": att}
@@ -188,7 +188,7 @@ def test_bundle_problem_with_another_gold_answer_than_here_is_refused(tmp_path):
     bundle, ids = _poisonable(tmp_path)
     store = LocalStore(tmp_path / "dst-store")
     with Catalog(f"sqlite:///{tmp_path / 'dst.sqlite3'}") as cat:
-        cat.add_problem("What is 4 + 3?", "8", source="unit", topic="arith")
+        cat.problems.add("What is 4 + 3?", "8", source="unit", topic="arith")
         with pytest.raises(GalahadError, match="gold answer"):
             import_bundle(cat, store, bundle)
         assert cat.stats()["artifacts"] == 0

@@ -87,10 +87,10 @@ def memory(tmp_path, model_cache):
 
 def learn(dep, catalog, text, answer, template="t", topic="arith"):
     """A verified problem deposited as the loop does it (library artifact + recall artifact)."""
-    pid = catalog.add_problem(text, answer, "test", topic, template)
-    attempt = catalog.add_attempt(pid, None, "fp", {}, answer, 1, 0.0, 0.0)
-    vid = catalog.add_verification(attempt, "test", True, "ok")
-    dep.deposit(catalog.problem(pid), answer, vid)
+    pid = catalog.problems.add(text, answer, "test", topic, template)
+    attempt = catalog.runs.add_attempt(pid, None, "fp", {}, answer, 1, 0.0, 0.0)
+    vid = catalog.runs.add_verification(attempt, "test", True, "ok")
+    dep.deposit(catalog.problems.get(pid), answer, vid)
     return pid
 
 
@@ -99,17 +99,17 @@ def test_each_verified_solution_is_also_its_own_root_recall_artifact(memory):
     a = learn(dep, catalog, "What is 2 + 2?", "4")
     b = learn(dep, catalog, "What is 3 + 1?", "4")
     for pid, text in ((a, "What is 2 + 2?"), (b, "What is 3 + 1?")):
-        rec = catalog.recall(pid)
-        art = catalog.artifact(rec["artifact_id"])
+        rec = catalog.recalls.get(pid)
+        art = catalog.artifacts.get(rec["artifact_id"])
         assert art["parent_id"] is None and art["token_start"] == 0  # alone after BOS
         assert art["token_ids"] == dep.engine.encode(f"Question: {text}\nAnswer: 4\n\n", bos=True)
-        assert rec["artifact_id"] != catalog.verified_solution(pid)["artifact_id"]  # the library one stays
-    assert len(catalog.library_chain("template:t")) == 2
+        assert rec["artifact_id"] != catalog.runs.verified_solution(pid)["artifact_id"]  # the library one stays
+    assert len(catalog.libraries.chain("template:t")) == 2
     # A recall row names only an accepted solution of that very problem.
-    attempt = catalog.add_attempt(a, None, "fp", {}, "5", 1, 0.0, 0.0)
-    wrong = catalog.add_verification(attempt, "test", False, "no")
+    attempt = catalog.runs.add_attempt(a, None, "fp", {}, "5", 1, 0.0, 0.0)
+    wrong = catalog.runs.add_verification(attempt, "test", False, "no")
     with pytest.raises(GalahadError, match="not an accepted solution"):
-        dep.deposit_recall(catalog.problem(a), "5", wrong)
+        dep.deposit_recall(catalog.problems.get(a), "5", wrong)
 
 
 def test_solve_order_hash_key_similar_transfer_base(memory):
@@ -147,26 +147,26 @@ def test_keys_of_older_problems_are_filled_in(memory):
 
         from galahad.flywheel.catalog.schema import TABLES
         conn.execute(delete(TABLES["problem_keys"]))
-    assert catalog.problem_key(pid) is None
+    assert catalog.problems.key(pid) is None
     assert Solver(dep.engine, catalog, store).match_key("What is 4 + 3?")["id"] == pid
-    assert catalog.problem_key(pid)["canonical_key"] == canonical.canonical_key("What is 3 + 4?")
+    assert catalog.problems.key(pid)["canonical_key"] == canonical.canonical_key("What is 3 + 4?")
 
 
 def test_reconcile_finishes_a_missing_recall_artifact(memory):
     dep, catalog, store, _ = memory
-    pid = catalog.add_problem("What is 3 + 4?", "7", "test", "arith", "t")
-    attempt = catalog.add_attempt(pid, None, "fp", {}, "7", 1, 0.0, 0.0)
-    vid = catalog.add_verification(attempt, "test", True, "ok")
+    pid = catalog.problems.add("What is 3 + 4?", "7", "test", "arith", "t")
+    attempt = catalog.runs.add_attempt(pid, None, "fp", {}, "7", 1, 0.0, 0.0)
+    vid = catalog.runs.add_verification(attempt, "test", True, "ok")
     # The kill fell between the library deposit and the recall deposit.
     span = dep.prefill("Question: What is 3 + 4?\nAnswer: 7\n\n", None, {"problem_id": pid})
-    catalog.deposit(store, span.artifact_id, verification_id=vid, library="template:t")
-    assert [p["id"] for p in catalog.missing_recalls()] == [pid] and not catalog.unfinished_deposits()
+    catalog.artifacts.deposit(store, span.artifact_id, verification_id=vid, library="template:t")
+    assert [p["id"] for p in catalog.recalls.missing()] == [pid] and not catalog.queue.unfinished_deposits()
     from galahad.flywheel.learn.loop import Flywheel, Tally
 
     wheel = Flywheel.__new__(Flywheel)  # the loop's own reconcile, with a local depositor instead of actors
     wheel.catalog, wheel.deposits, wheel.tally = catalog, dep, Tally()
     assert wheel.reconcile() == 1
-    assert not catalog.missing_recalls() and catalog.recall(pid)["verification_id"] == vid
+    assert not catalog.recalls.missing() and catalog.recalls.get(pid)["verification_id"] == vid
 
 
 # -- text == nearest, transfer --problems end to end ---------------------------------------------------

@@ -2,10 +2,15 @@
 rule, the Python client and `solve --server`, and kill -9 then serve again. The default-model end-to-end
 test (learn over HTTP, then answer by recurrence) is marked slow."""
 
+import asyncio
 import hashlib
+import http.server
+import ipaddress
 import json
 import os
+import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -294,11 +299,240 @@ def test_solve_cli_against_the_server(served, env):
         "<GALAHAD_API_TOKEN>)"]
 
 
+# -- no request stops the service ------------------------------------------------------------------
+
+def _metric(served, name: str) -> float | None:
+    _, _, raw = served.request("GET", "/metrics")
+    for line in raw.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+def _learner(served, wanted, timeout: float = 600) -> dict:
+    """Poll /readyz until its `learner` satisfies `wanted` (a generous deadline; the decision is the state)."""
+    deadline = time.monotonic() + timeout
+    state = None
+    while time.monotonic() < deadline:
+        code, body = served.json("GET", "/readyz")
+        state = body.get("learner") if code == 200 else None
+        if state is not None and wanted(state):
+            return state
+        time.sleep(0.5)
+    raise AssertionError(f"learner never reached the wanted state: {state}; {served.tail()}")
+
+
+def _on_loopback(address: str) -> bool:
+    addr = ipaddress.ip_address(address)
+    mapped = getattr(addr, "ipv4_mapped", None)
+    return (mapped or addr).is_loopback
+
+
+def test_every_socket_the_server_listens_on_is_on_loopback(served):
+    from serve_harness import listening_tcp
+
+    _learner(served, lambda s: s["state"] == "running")  # the learner's actors are up too
+    sockets = listening_tcp(served.session())
+    names = {pid: open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[0].decode() for pid, _, _ in sockets}
+    assert ("127.0.0.1", served.port) in {(a, p) for _, a, p in sockets}, sockets  # the reader sees the proxy
+    # the replica's own inter-deployment gRPC server was the one bound to [::] (Ray 2.60 hard-codes it)
+    assert any("ServeReplica" in names[pid] for pid, _, _ in sockets), names
+    assert any("LearnerActor" in names[pid] for pid, _, _ in sockets), names
+    escaped = [(names[pid], a, p) for pid, a, p in sockets if not _on_loopback(a)]
+    assert escaped == [], escaped
+
+
+def test_healthz_and_catalog_reads_answer_while_a_long_solve_runs(served):
+    # ~990 prompt tokens (the tiny tokenizer is byte-level, the few-shot prompt adds ~270): near the
+    # 1,024-token per-request prefill budget, the longest prompt a caller may make the engine prefill
+    problem = "What is " + "1 + " * 180 + "1?"
+    out, done = {}, threading.Event()
+
+    def solve():
+        try:
+            out["solve"] = served.json("POST", "/v1/solve", {"problem": problem})
+        finally:
+            done.set()
+
+    threading.Thread(target=solve, daemon=True).start()
+    deadline = time.monotonic() + 300
+    while not (_metric(served, "galahad_solves_in_flight") or 0) >= 1:  # the replica holds it
+        assert not done.is_set(), f"the solve returned before it was seen in flight: {out}"
+        assert time.monotonic() < deadline, "the solve never reached the replica"
+        time.sleep(0.02)
+    assert served.json("GET", "/healthz", token=None) == (200, {"ok": True})
+    healthz_first = not done.is_set()
+    code, stats = served.json("GET", "/v1/catalog/stats")
+    stats_first = not done.is_set()
+    assert code == 200 and "problems" in stats, stats
+    assert done.wait(300), "the solve never returned"
+    assert out["solve"][0] == 200, out
+    assert healthz_first and stats_first, "a read waited for the solve"
+
+
+def test_a_flood_of_solves_is_refused_past_the_queue_with_json_503s_and_healthz_still_answers(served):
+    from galahad.flywheel.config import DEFAULTS
+
+    limit = DEFAULTS.service.max_queued_solves
+    results, threads = [], []
+    for i in range(limit):
+        t = threading.Thread(target=lambda i=i: results.append(
+            served.json("POST", "/v1/solve", {"problem": f"What is {i} + 1?"})), daemon=True)
+        t.start()
+        threads.append(t)
+    deadline = time.monotonic() + 300
+    while (_metric(served, "galahad_solves_in_flight") or 0) < limit:
+        assert len(results) == 0, f"a solve returned before the queue was full: {results}"
+        assert time.monotonic() < deadline, "the solves never all reached the replica"
+        time.sleep(0.02)
+    code, headers, raw = served.request("POST", "/v1/solve", json.dumps({"problem": "What is 9 + 9?"}).encode())
+    assert code == 503 and headers["retry-after"] == "1", (code, raw)
+    assert "retry later" in json.loads(raw)["error"]
+    assert served.json("GET", "/healthz", token=None) == (200, {"ok": True})
+    assert served.json("GET", "/v1/catalog/stats")[0] == 200
+    assert len(results) < limit, "every queued solve had returned: the check above proved nothing"
+    for t in threads:
+        t.join(600)
+    assert [r[0] for r in results] == [200] * limit, results
+    assert _metric(served, "galahad_solves_in_flight") == 0
+
+
+def test_a_killed_learner_is_restarted_with_its_failure_visible(tmp_path, env):
+    data = tmp_path / "data"
+    server = Served(data, [*TINY_LEARN, "--max-prompt-tokens", "512"], env)
+    try:
+        server.wait_ready()
+        first = _learner(server, lambda s: s["state"] == "running")
+        assert first["up"] and first["restarts"] == 0 and first["last_error"] is None, first
+        assert _metric(server, "galahad_learner_up") == 1 and _metric(server, "galahad_learner_restarts_total") == 0
+        assert first["pid"] in server.session()
+        os.kill(first["pid"], signal.SIGKILL)
+        again = _learner(server, lambda s: s["restarts"] >= 1 and s["state"] == "running")
+        assert again["pid"] != first["pid"] and again["restarts"] == 1, again
+        assert again["last_error"].startswith("ActorDiedError:") and "\n" not in again["last_error"], again
+        assert "died" in again["last_error"] and again["last_error_at"] is not None, again
+        assert _metric(server, "galahad_learner_up") == 1 and _metric(server, "galahad_learner_restarts_total") == 1
+        # the new learner holds the data dir's run lock again, and learns what is queued after the restart
+        with pytest.raises(GalahadError, match="another"):
+            run_lock(data).release()
+        item = {"id": "r1", "problem": "What is 5 + 6?", "answer": "11", "topic": "add1", "source": "test"}
+        code, body = server.json("POST", "/v1/problems", [item])
+        assert code == 200, body
+        deadline, status = time.monotonic() + 300, {}
+        while time.monotonic() < deadline:
+            status = server.json("GET", f"/v1/problems/{body['problems'][0]['id']}")[1]
+            if status["status"] in ("verified", "failed"):
+                break
+            time.sleep(0.5)
+        assert status["status"] in ("verified", "failed") and status["attempts"] >= 1, status
+        # --max-prompt-tokens reaches the replicas: ~870 prompt tokens are now over the budget
+        _error(server.json("POST", "/v1/solve", {"problem": "What is " + "1 + " * 150 + "1?"}), 413,
+               "prefills at most 512")
+    finally:
+        assert server.stop() == 0, server.tail()
+    deadline = time.monotonic() + 60
+    while server.session() and time.monotonic() < deadline:  # what stop() reaped is on its way out
+        time.sleep(0.2)
+    assert server.session() == []  # nothing of it is left running
+
+
+# -- every 5xx is a JSON error ---------------------------------------------------------------------
+
+class _Canned(http.server.BaseHTTPRequestHandler):
+    """Answers what a proxy or a dying Serve replica answers, by path."""
+
+    ANSWERS = {"/plain": (500, "text/plain", b"Internal Server Error"),
+               "/html": (502, "text/html", b"<html>\n<body>\n<h1>502 Bad Gateway</h1>\n</body>\n</html>\n"),
+               "/empty": (503, "text/plain", b""),
+               "/other-json": (500, "application/json", b'{"detail": "boom"}'),
+               "/ours": (500, "application/json", b'{"error": "internal error: OperationalError"}'),
+               "/ok-not-json": (200, "text/plain", b"hello")}
+
+    def do_GET(self):
+        if self.path == "/cut":  # promises 100 bytes, sends 5, hangs up
+            self.send_response(200)
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            self.wfile.write(b'{"ok"')
+            return
+        code, kind, body = self.ANSWERS[self.path]
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_client_turns_any_error_body_into_a_service_error_with_its_status():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Canned)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    c = Client(f"http://127.0.0.1:{server.server_address[1]}", timeout=30)
+    try:
+        for path, status, message in [("/plain", 500, "Internal Server Error"),
+                                      ("/html", 502, "<html> <body> <h1>502 Bad Gateway</h1> </body> </html>"),
+                                      ("/empty", 503, "Service Unavailable"),
+                                      ("/other-json", 500, '{"detail": "boom"}'),
+                                      ("/ours", 500, "internal error: OperationalError")]:
+            with pytest.raises(ServiceError) as err:
+                c._json("GET", path)
+            assert err.value.status == status and str(err.value) == f"server answered {status}: {message}", path
+        with pytest.raises(GalahadError, match="not JSON: 'hello'") as err:
+            c._json("GET", "/ok-not-json")
+        assert not isinstance(err.value, ServiceError)
+        with pytest.raises(GalahadError, match="broke off its answer: IncompleteRead"):
+            c._json("GET", "/cut")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_exception_that_escapes_the_middleware_is_a_json_500():
+    from galahad.flywheel.config import ServiceConfig
+    from galahad.flywheel.service import app as service_app
+
+    class Broken:
+        def request(self, *args):
+            raise RuntimeError("the metrics are broken")
+
+    class FakeReplica:
+        token, config, metrics = None, ServiceConfig(), Broken()
+
+    sent = []
+
+    async def call():
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+                 "scheme": "http", "path": "/v1/no-such-route", "raw_path": b"/v1/no-such-route",
+                 "query_string": b"", "root_path": "", "headers": [], "client": ("127.0.0.1", 1),
+                 "server": ("127.0.0.1", 80)}
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        with pytest.raises(RuntimeError, match="the metrics are broken"):  # Starlette re-raises for the server
+            await service_app.app(scope, receive, send)
+
+    saved = service_app._REPLICA
+    service_app.register_replica(FakeReplica())
+    try:
+        asyncio.run(call())
+    finally:
+        service_app.register_replica(saved)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    assert start["status"] == 500 and json.loads(body) == {"error": "internal error: RuntimeError"}
+
+
 # -- faults ----------------------------------------------------------------------------------------
 
 def _queue(data) -> tuple[dict, dict]:
     with Catalog(f"sqlite:///{data / 'catalog.sqlite3'}") as cat:
-        return cat.stats(), {p["id"]: p["status"] for p in cat.find_problems(limit=10_000)}
+        return cat.stats(), {p["id"]: p["status"] for p in cat.problems.find(limit=10_000)}
 
 
 @pytest.mark.slow  # two servers, kill -9 of the first while it learns
@@ -328,11 +562,11 @@ def test_kill9_while_learning_then_serve_again_loses_and_duplicates_nothing(tmp_
     # for a claimed problem, no artifact behind it.
     pending_id = next(pid for pid, s in before.items() if s == "claimed")
     with Catalog(f"sqlite:///{data / 'catalog.sqlite3'}") as cat:
-        text = cat.problem(pending_id)
-        attempt = cat.add_attempt(pending_id, None, "fp", {}, f" {text['answer']}", 1, 0.0, 0.0)
-        cat.add_verification(attempt, "test", True, "ok")
-        cat.mark(pending_id, "verified")
-        assert [p["id"] for p in cat.unfinished_deposits()] == [pending_id]
+        text = cat.problems.get(pending_id)
+        attempt = cat.runs.add_attempt(pending_id, None, "fp", {}, f" {text['answer']}", 1, 0.0, 0.0)
+        cat.runs.add_verification(attempt, "test", True, "ok")
+        cat.queue.mark(pending_id, "verified")
+        assert [p["id"] for p in cat.queue.unfinished_deposits()] == [pending_id]
 
     again = Served(data, ["--model", "tiny", "--k", "8", "--max-tokens", "6"], env)
     try:

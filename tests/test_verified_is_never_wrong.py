@@ -52,9 +52,9 @@ def memory(tmp_path, model_cache):
 def learn(dep, catalog, text, answer):
     """A verified problem deposited as the loop does it (library artifact + recall artifact)."""
     pid = admit(catalog, [item(text[:16], text, answer)], ["test"], "test")[0]
-    attempt = catalog.add_attempt(pid, None, "fp", {}, answer, 1, 0.0, 0.0)
-    vid = catalog.add_verification(attempt, "test", True, "ok")
-    dep.deposit(catalog.problem(pid), answer, vid)
+    attempt = catalog.runs.add_attempt(pid, None, "fp", {}, answer, 1, 0.0, 0.0)
+    vid = catalog.runs.add_verification(attempt, "test", True, "ok")
+    dep.deposit(catalog.problems.get(pid), answer, vid)
     return pid
 
 
@@ -81,8 +81,8 @@ def test_recalls_carry_gold_provenance(memory):
     dep, catalog, store, _ = memory
     learn(dep, catalog, "What is 2 + 3?", "5")
     pid = admit(catalog, [item("w", "How many legs does a spider have?", "8", source="zoo")], ["w"], "api:x")[0]
-    assert catalog.problem(problem_hash("What is 2 + 3?"))["gold_source"] == "computed"
-    assert catalog.problem(pid)["gold_source"] == "api:x:zoo"
+    assert catalog.problems.get(problem_hash("What is 2 + 3?"))["gold_source"] == "computed"
+    assert catalog.problems.get(pid)["gold_source"] == "api:x:zoo"
     hit = Solver(dep.engine, catalog, store).match_key("Add 2 and 3.")
     assert hit["gold_source"] == "computed"
 
@@ -99,7 +99,7 @@ def test_golds_are_checked_and_conflicts_refused(tmp_path):
     with pytest.raises(GoldConflict, match="conflicts with gold 'me'"):
         admit(catalog, [item("w", "Who wrote it?", "you")], ["g:1"], "g")  # resubmitted, other gold: no first-wins
     with pytest.raises(GoldConflict, match="canonical key"):  # a wrong gold planted past the intake is caught
-        catalog.add_problems([dict(text="Add 8 and 7.", answer="16", source="raw", topic="t")])  # planted raw
+        catalog.problems.add_many([dict(text="Add 8 and 7.", answer="16", source="raw", topic="t")])  # planted raw
         admit(catalog, [item("b", "What is the sum of 7 and 8?", "15")], ["g:2"], "g")
     catalog.close()
 
@@ -119,7 +119,7 @@ def test_answering_refuses_wrong_golds_nul_surrogates_and_big_prompts(memory):
         a.problem(problem_hash("What is 1 + 1?") + "\n")
     out = a.solve("What is 5 + 2?", "7")
     assert out["verified"] is None and out["matches_gold"] in (True, False) and out["queued"] is True
-    assert catalog.problem(out["problem_id"])["gold_source"] == "computed"
+    assert catalog.problems.get(out["problem_id"])["gold_source"] == "computed"
 
 
 def test_run_refuses_a_file_with_a_wrong_or_conflicting_gold(tmp_path, model_cache):

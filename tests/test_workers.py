@@ -29,9 +29,9 @@ def depositor(tmp_path, model_cache):
 
 
 def _verification(catalog, problem):
-    catalog.add_problem(problem["text"], problem["answer"], "test", problem["topic"], problem["template"])
-    attempt = catalog.add_attempt(problem["id"], None, "fp", {}, problem["answer"], 1, 0.0, 0.0)
-    return catalog.add_verification(attempt, "test", True, "ok")
+    catalog.problems.add(problem["text"], problem["answer"], "test", problem["topic"], problem["template"])
+    attempt = catalog.runs.add_attempt(problem["id"], None, "fp", {}, problem["answer"], 1, 0.0, 0.0)
+    return catalog.runs.add_verification(attempt, "test", True, "ok")
 
 
 def test_generator_is_seeded_and_reproducible(model_cache):
@@ -53,7 +53,7 @@ def test_deposits_chain_per_library_and_graft_exactly(depositor):
     assert [d.position for d in placed] == [0, 1, 2] and {d.chain_index for d in placed} == {0}
     assert placed[1].start == placed[0].start + placed[0].tokens
     chain = load_chain(depositor.store, placed[-1].artifact_id)
-    assert [a.id for a in chain] == depositor.catalog.library_chain(library_name(problems[0]))
+    assert [a.id for a in chain] == depositor.catalog.libraries.chain(library_name(problems[0]))
     # the grafted chain equals a fresh prefill of the same segments, byte for byte
     fresh = eng.new_cache()
     for a in chain:
@@ -68,14 +68,17 @@ def test_deposits_chain_per_library_and_graft_exactly(depositor):
 def test_chain_overflow_starts_new_chain_and_restart_restores(depositor, tmp_path, model_cache):
     problems = [_problem(f"What is {i} + {i}? Please answer carefully.", str(2 * i)) for i in range(6)]
     placed = [depositor.deposit(p, p["answer"], _verification(depositor.catalog, p)) for p in problems]
-    chains = depositor.catalog.library_chains(library_name(problems[0]))
+    by_chain: dict[int, list[str]] = {}
+    for r in depositor.catalog.artifacts.listing(limit=10**6, library=library_name(problems[0])):
+        by_chain.setdefault(r["chain_index"], []).append(r["id"])
+    chains = [by_chain[k] for k in sorted(by_chain)]
     assert len(chains) >= 2 and sum(len(c) for c in chains) == 6
-    assert all(depositor.catalog.artifact(c[-1])["token_end"] <= 120 for c in chains)
+    assert all(depositor.catalog.artifacts.get(c[-1])["token_end"] <= 120 for c in chains)
     assert placed[-1].artifact_id == chains[-1][-1]
     # a new depositor (a restarted actor) restores the tail from the store and appends exactly after it
     other = Depositor("tiny", model_cache, DEFAULT_RUNTIME, depositor.catalog.url, tmp_path / "store", 120)
     p = _problem("What is 9 + 9?", "18")
-    tail = other.catalog.library_tail(library_name(p))
+    tail = other.catalog.libraries.tail(library_name(p))
     d = other.deposit(p, "18", _verification(other.catalog, p))
     chain = load_chain(LocalStore(tmp_path / "store"), d.artifact_id)
     # The segment fits after the restored tail (so the restart path, restore then append, is what runs).
@@ -88,7 +91,7 @@ def test_verified_deposit_has_lineage(depositor):
     p = _problem("What is 1 + 6?", "7")
     v = _verification(depositor.catalog, p)
     d = depositor.deposit(p, "7", v)
-    lineage = depositor.catalog.lineage(d.artifact_id)
+    lineage = depositor.catalog.artifacts.lineage(d.artifact_id)
     text = str(lineage)
     assert v in text and p["id"] in text
 
@@ -100,7 +103,7 @@ def test_two_depositors_racing_on_one_library_keep_the_chain_linear(depositor, t
     other.deposit(b, b["answer"], _verification(other.catalog, b))  # other now holds the live tail
     # depositor's live cache is stale (its tail is a, the catalog's is b): it must restore, not append after a
     d = depositor.deposit(c, c["answer"], _verification(depositor.catalog, c))
-    chain = depositor.catalog.library_chain(library_name(a))
+    chain = depositor.catalog.libraries.chain(library_name(a))
     assert chain[-1] == d.artifact_id and len(chain) == 3
     assert [x.id for x in load_chain(depositor.store, d.artifact_id)] == chain
     other.catalog.close()

@@ -85,7 +85,7 @@ def paraphrases(catalog_url: str) -> list[dict]:
 
     out = []
     with Catalog(catalog_url) as catalog:
-        for p in catalog.find_problems(limit=10**9):
+        for p in catalog.problems.find(limit=10**9):
             if p["status"] != "verified" or not p.get("external_id"):
                 continue
             parsed = structure(p["external_id"])

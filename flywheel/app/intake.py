@@ -26,10 +26,10 @@ class GoldConflict(GalahadError):
 
 
 def _conflicts(catalog, problems: Sequence[Problem], places: Sequence[str], keys: list[str | None]) -> None:
-    by_hash = {r["id"]: r for r in catalog.problems_by_ids([p.hash for p in problems])}
-    catalog.ensure_keys()  # rows added under an older key version are keyed before they are compared
+    by_hash = {r["id"]: r for r in catalog.problems.by_ids([p.hash for p in problems])}
+    catalog.problems.ensure_keys()  # rows added under an older key version are keyed before they are compared
     by_key: dict[str, list[dict]] = {}
-    for r in catalog.problems_by_key([k for k in keys if k]):
+    for r in catalog.problems.by_keys([k for k in keys if k]):
         by_key.setdefault(r["canonical_key"], []).append(r)
     for p, where, key in zip(problems, places, keys, strict=True):
         rows = ([by_hash[p.hash]] if p.hash in by_hash else []) + by_key.get(key or "", [])
@@ -46,7 +46,7 @@ def admit(catalog, problems: Sequence[Problem], places: Sequence[str], given_by:
     refuse_bad_golds(problems, places)
     checks = [check_gold(p.problem, p.answer) for p in problems]
     _conflicts(catalog, problems, places, [c.key for c in checks])
-    return catalog.add_problems([
+    return catalog.problems.add_many([
         dict(text=p.problem, answer=p.answer, source=p.source, topic=p.topic, template=p.template,
              external_id=p.id, gold_source=gold_source(c, f"{given_by}:{p.source}"[:300]))
         for p, c in zip(problems, checks, strict=True)])

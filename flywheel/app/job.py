@@ -51,11 +51,11 @@ class LearningJob:
 
         self.catalog, self.config, self.lock = catalog, config, lock
         if lock is not None:
-            catalog.release_claims()  # claims left by a killed local job: we hold the lock, so they are stale
+            catalog.queue.release_all()  # claims left by a killed local job: we hold the lock, so they are stale
         self.generators, self.depositor, self.fingerprint = start_workers(
             workers.model, workers.model_cache, DEFAULT_RUNTIME, workers.device, workers.generators,
             str(store.root), workers.chain_max_tokens)
-        self.run_id = catalog.start_run({"model": workers.model, "model_fingerprint": self.fingerprint,
+        self.run_id = catalog.runs.start({"model": workers.model, "model_fingerprint": self.fingerprint,
                                          "generators": workers.generators, **(run_info or {}),
                                          "loop": asdict(config)})
         self.wheel = Flywheel(catalog, store, self.generators, self.depositor, self.fingerprint, config)
@@ -96,4 +96,4 @@ class LearningJob:
 
     def finish(self, summary: dict[str, Any]) -> None:
         """Record the run's summary in the catalog."""
-        self.catalog.finish_run(self.run_id, summary)
+        self.catalog.runs.finish(self.run_id, summary)

@@ -332,10 +332,10 @@ def _check_derived(tables: dict[str, list[dict[str, Any]]], extras: dict[str, di
     for (lib, chain, pos), aid in slots.items():
         prev = slots.get((lib, chain, pos - 1)) if pos > 0 else None
         if prev is None and pos > 0:
-            prev = catalog.library_slot(lib, chain, pos - 1)
+            prev = catalog.libraries.slot(lib, chain, pos - 1)
         if pos > 0 and prev is not None and parents[aid] != prev:
             bad(f"library {lib!r} chain {chain} position {pos}: artifact {aid[:16]} does not extend {prev[:16]}")
-    for here in catalog.problems_by_ids(list(problems)):
+    for here in catalog.problems.by_ids(list(problems)):
         mine = problems[here["id"]]
         if here["answer"] != mine["answer"]:
             raise GalahadError(f"bundle conflicts with this catalog: problem {here['id'][:16]} has gold answer "
@@ -356,7 +356,7 @@ def _check_references(tables: dict[str, list[dict[str, Any]]], catalog: Catalog)
     for v in tables["verifications"]:
         need(v["attempt_id"] in ids["attempts"], f"verification {v['id'][:12]} names an attempt it lacks")
     for a in tables["artifacts"]:
-        need(a["parent_id"] is None or a["parent_id"] in ids["artifacts"] or catalog.has_artifact(a["parent_id"]),
+        need(a["parent_id"] is None or a["parent_id"] in ids["artifacts"] or catalog.artifacts.has(a["parent_id"]),
              f"artifact {a['id'][:16]} has a parent neither in the bundle nor in the catalog")
         need(a["verification_id"] is None or a["verification_id"] in ids["verifications"],
              f"artifact {a['id'][:16]} names a verification it lacks")

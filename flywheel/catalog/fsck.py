@@ -197,7 +197,7 @@ def gc(catalog: Catalog, store: BlobStore, grace_seconds: float = DEFAULT_GRACE_
 
     Without `force`, refuses (deleting nothing) to delete more than `max_fraction` of the store's blobs,
     or any blob when the catalog has no artifacts."""
-    rows = set(catalog.artifact_sizes())
+    rows = set(catalog.artifacts.sizes())
     out: dict[str, Any] = {"removed_orphans": [], "removed_temp_files": [], "freed_bytes": 0,
                            "kept_young": 0, "restored": [], "dry_run": dry_run}
     blobs = list(store.ids())
@@ -214,7 +214,7 @@ def gc(catalog: Catalog, store: BlobStore, grace_seconds: float = DEFAULT_GRACE_
         if not dry_run:
             data = store.get_unchecked(blob_id)
             store.delete(blob_id)
-            if catalog.has_artifact(blob_id):  # a depositor committed a row meanwhile: put it back
+            if catalog.artifacts.has(blob_id):  # a depositor committed a row meanwhile: put it back
                 if sha256_hex(data) == blob_id:
                     store.put(data)
                     out["restored"].append(blob_id)

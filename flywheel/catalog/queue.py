@@ -1,8 +1,8 @@
-"""The catalog as the durable work queue: claims with leases, releases, and unfinished deposits.
+"""`catalog.queue`: the problem rows as the durable work queue: claims with leases, releases, and
+unfinished deposits.
 
 Problems are claimed with a lease, so a killed worker's problems become claimable again; a verified
 problem with no artifact behind it is a deposit a kill interrupted, found here and finished by the loop.
-Mixed into `Catalog` (needs its `write()`, `engine` and `dialect`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select, update
 
 from galahad.flywheel.catalog.db import now
+from galahad.flywheel.catalog.part import Part
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
 
@@ -20,7 +21,7 @@ P, A, V, ART = (TABLES[t] for t in ("problems", "attempts", "verifications", "ar
 MARKABLE = ("pending", "verified", "failed")
 
 
-class WorkQueue:
+class Queue(Part):
     def claim(self, n: int, worker_id: str, lease_seconds: float) -> list[dict[str, Any]]:
         """Atomically hand out up to n pending problems (or ones whose lease expired), oldest first."""
         t = now()
@@ -30,7 +31,7 @@ class WorkQueue:
             .order_by(P.c.created_at, P.c.id)
             .limit(int(n))
         )
-        if self.dialect == "postgresql":  # concurrent claimers skip each other's rows instead of waiting
+        if self._catalog.dialect == "postgresql":  # concurrent claimers skip each other's rows instead of waiting
             candidates = candidates.with_for_update(skip_locked=True)
         stmt = (
             update(P)
@@ -66,7 +67,7 @@ class WorkQueue:
             if conn.execute(stmt).rowcount == 0:
                 raise GalahadError(f"unknown problem {str(problem_id)[:80]!r}")
 
-    def release_claims(self) -> int:
+    def release_all(self) -> int:
         """Return every claimed problem to the queue. Only safe when no other job shares the catalog: the
         CLI calls it while holding the data dir's run lock on the embedded default catalog."""
         with self.write() as conn:

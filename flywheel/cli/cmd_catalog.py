@@ -125,7 +125,7 @@ PROB_COLS = [("id", 16), ("topic", 20), ("template", 20), ("status", 9), ("answe
 def _show(cat, ref: str, as_json: bool) -> None:
     kind, full = cat.resolve(ref)
     if kind == "artifact":
-        lin = cat.lineage(full)
+        lin = cat.artifacts.lineage(full)
         if as_json:
             return _json({"kind": kind, **lin})
         _fields("artifact", lin["artifact"], ["id", "token_start", "token_end", "n_tokens", "size", "dtype",
@@ -141,9 +141,9 @@ def _show(cat, ref: str, as_json: bool) -> None:
         print("libraries:")
         _table(lin["libraries"], [("library", 40), ("chain_index", 6), ("position", 8)])
         return None
-    prob = cat.problem(full)
-    attempts = cat.attempts_for(full)
-    best = cat.verified_solution(full)
+    prob = cat.problems.get(full)
+    attempts = cat.runs.attempts(full)
+    best = cat.runs.verified_solution(full)
     if as_json:
         return _json({"kind": kind, "problem": prob, "attempts": attempts, "verified_solution": best})
     _fields("problem", prob, ["id", "topic", "template", "source", "external_id", "status", "claims", "answer",
@@ -178,9 +178,9 @@ def run(args: argparse.Namespace) -> int:
 def _dispatch(args: argparse.Namespace, cat, store) -> int:
     action, as_json = args.catalog_command, args.json
     if action == "ls":
-        if args.library is not None and args.library not in {lib["library"] for lib in cat.libraries()}:
+        if args.library is not None and args.library not in {lib["library"] for lib in cat.libraries.all()}:
             raise GalahadError(f"unknown library {args.library[:200]!r}")
-        rows = cat.artifacts(limit=args.limit, library=args.library)
+        rows = cat.artifacts.listing(limit=args.limit, library=args.library)
         _json(rows) if as_json else _table(rows, ART_COLS + ([("chain_index", 5), ("position", 5)] if args.library else []))
     elif action == "show":
         _show(cat, args.id, as_json)
@@ -194,13 +194,13 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
                 print(f"{k:<16} {v:>14,}")
             print("by status        " + (", ".join(f"{k} {v:,}" for k, v in sorted(by_status.items())) or "-"))
     elif action == "libraries":
-        rows = cat.libraries()
+        rows = cat.libraries.all()
         _json(rows) if as_json else _table(rows, [("library", 40), ("topic", 20), ("chains", 6), ("artifacts", 9),
                                                   ("stored_tokens", 13), ("bytes", 14)])
     elif action == "find":
         if args.text is None and args.hash is None and args.topic is None:
             raise GalahadError("find needs TEXT, --hash or --topic")
-        rows = cat.find_problems(text=args.text, hash=args.hash, topic=args.topic, limit=args.limit)
+        rows = cat.problems.find(text=args.text, hash=args.hash, topic=args.topic, limit=args.limit)
         _json(rows) if as_json else _table(rows, PROB_COLS)
     elif action == "fsck":
         from galahad.flywheel.catalog.fsck import fsck

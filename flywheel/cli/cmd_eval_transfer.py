@@ -56,13 +56,13 @@ def run_transfer(args: argparse.Namespace) -> int:
                                        per_split=args.per_split, seed=args.seed, max_solutions=ns)
     paths, catalog, store = storage(args)
     with catalog, Verifier() as verifier:
-        if not any(lib.get("artifacts") for lib in catalog.libraries()):
+        if not any(lib.get("artifacts") for lib in catalog.libraries.all()):
             raise GalahadError("the catalog has no library yet: run `galahad run` first")
         engine = engine_for(args.model, paths)
         specs = eval_transfer.plan(catalog, cfg, (engine.model_fingerprint, engine.runtime_fingerprint))
         with progress_bar(len(specs), "transfer") as tick:
             records = eval_transfer.run(engine, catalog, store, verifier, cfg, progress=tick, planned=specs)
-        events = catalog.events()
+        events = catalog.runs.events()
     scores = eval_transfer.score(records, asdict(cfg))
     path = manifest_path(args, paths, "transfer")
     manifest = {**base_manifest("transfer", engine, asdict(cfg)), "records": records, "scores": scores,
@@ -114,8 +114,8 @@ def run_transfer_file(args: argparse.Namespace) -> int:
     cfg = transfer_file.FileTransferConfig(k=args.k, seed=args.seed, conditions=conditions)
     paths, catalog, store = storage(args)
     with catalog, Verifier() as verifier:
-        catalog.ensure_keys()
-        if not catalog.recalled_problems():
+        catalog.problems.ensure_keys()
+        if not catalog.recalls.all():
             raise GalahadError("the catalog has no verified problem with a recall artifact: run `galahad run` first")
         engine = engine_for(args.model, paths)
         solver = Solver(engine, catalog, store, verifier)

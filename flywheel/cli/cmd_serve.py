@@ -2,7 +2,9 @@
 
 Checks the token rule before anything starts (a non-loopback `--host` needs GALAHAD_API_TOKEN), starts or
 joins Ray, deploys the answering replicas (model loaded once per
-replica) and the learner actor, and serves until SIGINT/SIGTERM. On the embedded catalog the learner
+replica) and the learner's supervisor, which starts the learner actor and starts it again whenever it
+dies (this process prints one line on stderr per restart; `/readyz` and `/metrics` report it), and serves
+until SIGINT/SIGTERM. On the embedded catalog the learner
 actor holds the data dir's run lock (as `galahad run` does) and returns stale claims to the queue. Killed at any moment, serving again
 resumes: the catalog is the queue, and the learner's first drain deposits interrupted verdicts.
 """
@@ -20,7 +22,7 @@ from galahad.flywheel.app import cluster
 from galahad.flywheel.app.lock import run_lock
 from galahad.flywheel.app.storage import is_embedded
 from galahad.flywheel.cli.argtypes import count
-from galahad.flywheel.cli.flags import add_learner_flags
+from galahad.flywheel.cli.flags import add_learner_flags, add_prompt_budget_flag
 from galahad.flywheel.cli.session import add_storage_args, storage
 from galahad.flywheel.config import DEFAULTS, TOKEN_ENV, ServiceConfig
 from galahad.flywheel.errors import GalahadError
@@ -39,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replicas", type=count(), default=service.replicas,
                    help=f"answering replicas, one model each (default {service.replicas})")
     p.add_argument("--no-learn", action="store_true", help="answer only: no learner")
+    add_prompt_budget_flag(p)
     # The flags `run` shares (model, budget, seed, workers, device, cluster): one declaration.
     add_learner_flags(p, role="learner: ")
     add_storage_args(p)
@@ -70,11 +73,12 @@ def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
 
     from galahad.flywheel.learn.loop import LoopConfig
     from galahad.flywheel.service.app import GalahadApi
-    from galahad.flywheel.service.learner import LearnerActor
+    from galahad.flywheel.service.learner import LearnerSupervisor, one_line
     from galahad.workers.actors import pinned_env
     from galahad.workers.runtime import DEFAULT_RUNTIME
 
-    config = ServiceConfig(host=args.host, port=args.port, replicas=args.replicas)
+    config = ServiceConfig(host=args.host, port=args.port, replicas=args.replicas,
+                           max_prompt_tokens=args.max_prompt_tokens)
     logging.getLogger("ray.serve").setLevel(logging.WARNING)
     cluster.start(args.model, paths, args.address)  # the model snapshot once, before any replica or actor loads it
     stop = {"now": False}
@@ -84,44 +88,62 @@ def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    learner = ref = None
+    supervisor = ref = None
     try:
         serve.start(http_options={"host": args.host, "port": args.port}, logging_config={"log_level": "WARNING"})
+        if learn:  # the learner is started (and restarted) by its supervisor, whose state the replicas report
+            sampling = SamplingConfig(k=args.k, max_tokens=args.max_tokens, temperature=args.temperature,
+                                      seed=args.seed)
+            supervisor = LearnerSupervisor.options(max_restarts=-1).remote(
+                (args.model, str(paths.models), catalog.url, str(store.root), LoopConfig(sampling=sampling),
+                 args.generators, args.chain_max_tokens, args.device, config.learner_poll_seconds,
+                 str(paths.root) if embedded else None), {})
         api = GalahadApi.options(
             num_replicas=args.replicas, max_ongoing_requests=config.max_ongoing_requests,
             ray_actor_options={"num_cpus": 0, "runtime_env": pinned_env(DEFAULT_RUNTIME)},
-        ).bind(args.model, str(paths.root), catalog.url, str(store.root), token, config)
+        ).bind(args.model, str(paths.root), catalog.url, str(store.root), token, config, supervisor)
         try:
             serve.run(api, name=APP_NAME, route_prefix="/")
         except Exception as exc:
             raise GalahadError(f"the answering replicas failed to start: {str(exc).strip().splitlines()[-1][:300]}") from None
-        if learn:
-            sampling = SamplingConfig(k=args.k, max_tokens=args.max_tokens, temperature=args.temperature,
-                                      seed=args.seed)
-            learner = LearnerActor.options(num_cpus=0).remote(
-                args.model, str(paths.models), catalog.url, str(store.root), LoopConfig(sampling=sampling),
-                args.generators, args.chain_max_tokens, args.device, config.learner_poll_seconds,
-                str(paths.root) if embedded else None)
-            ref = learner.run.remote()
+        if supervisor is not None:
+            ref = supervisor.run.remote()
         print(f"galahad: serving on http://{args.host}:{args.port} ({args.replicas} replica(s), learner "
               f"{'on' if learn else 'off'}; docs at /docs)", flush=True)
+        restarts = 0
         while not stop["now"]:
             if ref is None:
                 signal.pause()  # answer-only: nothing to watch until a signal
                 continue
             done, _ = ray.wait([ref], timeout=1.0)
+            restarts = _say_restarts(supervisor, restarts)
             if done:
                 try:
                     ray.get(ref)
-                except Exception as exc:  # the learner stopped: keep answering, say why once
-                    print(f"galahad: learner stopped: {str(exc).strip().splitlines()[-1][:300]}", file=sys.stderr,
-                          flush=True)
-                ref = None
+                    ref = None  # it was told to stop
+                except Exception as exc:  # the supervisor's own process died: Ray restarts it (max_restarts)
+                    print(f"galahad: learner supervisor died ({one_line(exc)}); starting it again",
+                          file=sys.stderr, flush=True)
+                    ref = supervisor.run.remote()
     finally:
-        if learner is not None:
+        if supervisor is not None:
             with contextlib.suppress(Exception):
-                ray.get(learner.stop.remote(), timeout=5)
+                ray.get(supervisor.stop.remote(), timeout=10)
         with contextlib.suppress(Exception):
             serve.delete(APP_NAME) if args.address else serve.shutdown()
         ray.shutdown()
     return 0
+
+
+def _say_restarts(supervisor, seen: int) -> int:
+    """Print one line on stderr for each learner failure the supervisor has restarted since `seen`."""
+    import ray
+
+    try:
+        state = ray.get(supervisor.state.remote(), timeout=5)
+    except Exception:  # the supervisor is restarting: the watch loop says so
+        return seen
+    if state["restarts"] > seen:
+        print(f"galahad: learner failed ({state['last_error']}); restarting it (restart {state['restarts']})",
+              file=sys.stderr, flush=True)
+    return state["restarts"]

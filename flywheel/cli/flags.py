@@ -39,6 +39,14 @@ def add_model_flag(p: argparse.ArgumentParser, what: str = "") -> None:
     p.add_argument("--model", default=DEFAULTS.model, help=f"{what}{MODEL_HELP}")
 
 
+def add_prompt_budget_flag(p: argparse.ArgumentParser) -> None:
+    """`--max-prompt-tokens`: the prompt tokens one request may make the engine prefill (`ServiceConfig`)."""
+    budget = DEFAULTS.service.max_prompt_tokens
+    p.add_argument("--max-prompt-tokens", type=count(), default=budget,
+                   help=f"prompt tokens one /v1/solve may make the engine prefill; longer prompts get 413 before "
+                        f"any forward (default {budget})")
+
+
 def add_learner_flags(p: argparse.ArgumentParser, role: str = "", seed_help: str = "sampling seed") -> None:
     """The flags `run` and `serve` share: model, sampling budget, seed, workers, device, Ray cluster.
     `role` prefixes the learner-only help texts (`learner: ` for serve, whose learner they configure)."""

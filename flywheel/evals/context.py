@@ -93,7 +93,7 @@ def _graftable(catalog: Catalog, store: BlobStore, engine: Engine) -> tuple[dict
     fps = (engine.model_fingerprint, engine.runtime_fingerprint)
     rows: dict[str, tuple[str | None, int, bool]] = {}
     stored = 0
-    for r in catalog.artifact_graph():
+    for r in catalog.artifacts.graph():
         stored += r["n_tokens"]
         ok = ((r["model_fingerprint"], r["runtime_fingerprint"]) == fps and r["token_end"] <= window
               and store.has(r["id"]) and store.size(r["id"]) == r["size"])
@@ -142,7 +142,7 @@ def grow(
     if segment[0] < 1 or segment[1] > chain_max:
         raise ValueError(f"segments of {segment} tokens do not fit chains of at most {chain_max} tokens")
     # Continue after existing chains, so a rerun with the same seed still adds tokens (new bytes, new ids).
-    tails = {name: catalog.library_tail(name) for name in names}
+    tails = {name: catalog.libraries.tail(name) for name in names}
     next_chain = {name: 0 if t is None else t["chain_index"] + 1 for name, t in tails.items()}
     base_disk, base_stored = store_disk_bytes(store), catalog.stats()["stored_tokens"]
     disk, grown, artifacts, batches = base_disk, 0, 0, []
@@ -162,7 +162,7 @@ def grow(
             # Durable on disk when it returns, its bytes dropped: the process keeps only this chain's live cache.
             art_id = chains.deposit(ids, parent, start, {"library": name, "synthetic": "context-eval",
                                                          "seed": seed}).artifact_id
-            catalog.deposit(store, art_id, library=name, new_chain=start == 0)
+            catalog.artifacts.deposit(store, art_id, library=name, new_chain=start == 0)
             disk += _blob_disk_bytes(store, art_id)
             start, parent, grown, artifacts = start + n, art_id, grown + n, artifacts + 1
         chains.clear()  # drop the chain's DynamicCache before the next one (and before sampling RSS)
@@ -202,9 +202,9 @@ def flatness(batches: list[dict[str, Any]], fraction: float = FLAT_FRACTION) -> 
 def _chains(catalog: Catalog) -> list[dict[str, Any]]:
     """Every library chain with its tail and length, from the catalog (light rows, no token ids)."""
     out = []
-    for lib in catalog.libraries():
+    for lib in catalog.libraries.all():
         tails: dict[int, dict[str, Any]] = {}
-        for r in catalog.artifacts(limit=10**9, library=lib["library"]):
+        for r in catalog.artifacts.listing(limit=10**9, library=lib["library"]):
             tails[r["chain_index"]] = r  # rows come in (chain, position) order: the last one is the tail
         out += [{"library": lib["library"], "chain_index": i, "tail_id": r["id"], "tokens": r["token_end"]}
                 for i, r in sorted(tails.items())]

@@ -17,7 +17,7 @@ from galahad.workers.sampling import sample_seed
 
 def candidates(catalog, limit: int | None, fingerprints: tuple[str, str] | None = None) -> list[dict]:
     """Verified problems with a recall artifact (made under `fingerprints`, if given), oldest first."""
-    out = catalog.recalled_problems(fingerprints)
+    out = catalog.recalls.all(fingerprints)
     return out[:limit] if limit else out
 
 

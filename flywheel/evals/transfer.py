@@ -27,13 +27,13 @@ CONTROLS = ("base", "empty", "random")
 
 
 def _library_heads(catalog) -> dict[str, dict]:
-    return {lib["library"]: lib for lib in catalog.libraries() if lib.get("artifacts")}
+    return {lib["library"]: lib for lib in catalog.libraries.all() if lib.get("artifacts")}
 
 
 def heldout(catalog, cfg: TransferConfig) -> list[dict]:
     """Problems per (family, split), first `per_split` of each family's space shuffled by the eval seed."""
-    known = {p["id"] for p in catalog.find_problems(limit=10**9)}
-    trained = {p["template"] for p in catalog.find_problems(limit=10**9) if p.get("template")}
+    known = {p["id"] for p in catalog.problems.find(limit=10**9)}
+    trained = {p["template"] for p in catalog.problems.find(limit=10**9) if p.get("template")}
     chosen = []
     for name in cfg.families:
         fam = families.family(name)

@@ -35,7 +35,7 @@ KIND = "transfer-file"
 def _solutions(catalog, problems: list[dict]) -> list[tuple[str, str]]:
     out = []
     for p in problems:
-        sol = catalog.verified_solution(p["id"])
+        sol = catalog.runs.verified_solution(p["id"])
         out.append((p["text"], answer_from_output(sol["output_text"]) if sol else p["answer"]))
     return out
 
@@ -43,13 +43,13 @@ def _solutions(catalog, problems: list[dict]) -> list[tuple[str, str]]:
 def _source_verified(catalog, source: str | None) -> bool | None:
     if not source or not source.startswith("paraphrase:"):
         return None
-    return catalog.recall(source.split(":", 1)[1]) is not None
+    return catalog.recalls.get(source.split(":", 1)[1]) is not None
 
 
 def run(engine, catalog, store, verifier, problems: list[dict], cfg: FileTransferConfig, solver: Solver,
         meter=None, progress=None) -> list[dict]:
     """Records for every (problem, condition); problems are dicts with text, answer and source."""
-    recalled = catalog.recalled_problems()
+    recalled = catalog.recalls.all()
     records = []
     for p in problems:
         pid = problem_hash(p["text"])

@@ -2,8 +2,8 @@
 
 `LibraryDeposits` owns the library side of a deposit: which library a problem's solution joins, which
 tail it extends, committing the artifact row (the depositor has put the blob in the store already;
-`Catalog.deposit` records the row), and redoing the prefill after the new tail when another job appended
-first (`ChainConflict`). Each solution is also deposited alone as its problem's recall artifact
+`catalog.artifacts.deposit` records the row), and redoing the prefill after the new tail when another job
+appended first (`ChainConflict`). Each solution is also deposited alone as its problem's recall artifact
 (`recall_call` / `commit_recall`, or `deposit_recall` waiting), what recurrence grafts. The prefill itself
 is a callable, so the same logic drives a local `workers.Depositor` or a Ray actor.
 """
@@ -70,14 +70,14 @@ class LibraryDeposits:
 
     def request(self, problem: dict, answer: str, verification_id: str) -> DepositRequest:
         lib = library_name(problem)
-        self.catalog.ensure_library(lib, topic=problem.get("topic"), template=problem.get("template"))
+        self.catalog.libraries.ensure(lib, topic=problem.get("topic"), template=problem.get("template"))
         segment = prompts.solution_segment(problem["text"], answer)
         extra = {"problem_id": problem["id"], "library": lib, "verification_id": verification_id}
         return DepositRequest(problem, lib, segment, extra, verification_id, answer)
 
     def tail(self, req: DepositRequest) -> dict | None:
         """The library's committed tail, which the next prefill of `req` must extend (None: a new chain)."""
-        tail = self.catalog.library_tail(req.library, fingerprints=self.fingerprints)
+        tail = self.catalog.libraries.tail(req.library, fingerprints=self.fingerprints)
         req.tail = tail and {"id": tail["id"], "token_end": tail["token_end"]}
         return req.tail
 
@@ -85,14 +85,14 @@ class LibraryDeposits:
         """Record a deposited span's library row; None when another job appended first (redo it after
         `tail(req)`; the span's blob is then an orphan gc collects). The recall deposit is the caller's."""
         try:
-            self.catalog.deposit(self.store, span.artifact_id, verification_id=req.verification_id,
+            self.catalog.artifacts.deposit(self.store, span.artifact_id, verification_id=req.verification_id,
                                  library=req.library, new_chain=span.parent is None and req.tail is not None)
         except ChainConflict:
             req.conflicts += 1
             if req.conflicts >= self.attempts:
                 raise
             return None
-        placed = self.catalog.library_tail(req.library, fingerprints=self.fingerprints)
+        placed = self.catalog.libraries.tail(req.library, fingerprints=self.fingerprints)
         return Deposited(span.artifact_id, req.library, placed["chain_index"], placed["position"], span.start,
                          span.tokens)
 
@@ -105,7 +105,7 @@ class LibraryDeposits:
 
     def commit_recall(self, req: DepositRequest, span) -> str:
         """Record a deposited recall span as the artifact that serves `req`'s problem's recurrence."""
-        return self.catalog.deposit(self.store, span.artifact_id, recall=(req.problem["id"], req.verification_id))
+        return self.catalog.artifacts.deposit(self.store, span.artifact_id, recall=(req.problem["id"], req.verification_id))
 
     def deposit_recall(self, problem: dict, answer: str, verification_id: str) -> str:
         """Deposit the recall artifact alone, waiting on its prefill. Idempotent (same bytes, same id), so a

@@ -76,13 +76,13 @@ class Flywheel:
         self.tally = Tally()
 
     def reconcile(self) -> int:
-        for problem in self.catalog.unfinished_deposits():
-            sol = self.catalog.verified_solution(problem["id"])
+        for problem in self.catalog.queue.unfinished_deposits():
+            sol = self.catalog.runs.verified_solution(problem["id"])
             self._deposit(problem, answer_from_output(sol["output_text"]), sol["verification_id"])
             self.tally.reconciled += 1
             self.tally.deposited += 1
-        for problem in self.catalog.missing_recalls():  # the kill fell between library and recall deposit
-            sol = self.catalog.verified_solution(problem["id"])
+        for problem in self.catalog.recalls.missing():  # the kill fell between library and recall deposit
+            sol = self.catalog.runs.verified_solution(problem["id"])
             self._deposit(problem, answer_from_output(sol["output_text"]), sol["verification_id"], recall_only=True)
             self.tally.reconciled += 1
         return self.tally.reconciled
@@ -122,7 +122,7 @@ class Flywheel:
             room = capacity - len(in_flight)  # generator calls
             while room > 0:
                 want = group_size if cfg.limit is None else min(group_size, cfg.limit - self.tally.problems)
-                claimed = self.catalog.claim(want, self.worker_id, cfg.lease_seconds) if want > 0 else []
+                claimed = self.catalog.queue.claim(want, self.worker_id, cfg.lease_seconds) if want > 0 else []
                 if not claimed:
                     break
                 for problem in claimed:
@@ -135,7 +135,7 @@ class Flywheel:
             ready, _ = ray.wait([*in_flight, *self.background.refs()], num_returns=1,
                                 timeout=cfg.lease_seconds / 4)
             if time.monotonic() - last_renew > cfg.lease_seconds / 4:
-                self.catalog.extend_lease(list(held), self.worker_id, cfg.lease_seconds)
+                self.catalog.queue.extend_lease(list(held), self.worker_id, cfg.lease_seconds)
                 last_renew = time.monotonic()
             for ref in ready:
                 if ref in self.background:
@@ -150,7 +150,7 @@ class Flywheel:
                     elif first + count < cfg.sampling.k:
                         again.append((problem, first + count))
                     else:
-                        self.catalog.mark(problem["id"], "failed")
+                        self.catalog.queue.mark(problem["id"], "failed")
                         held.pop(problem["id"])
                         self.tally.failed += 1
                 if again:
@@ -165,7 +165,7 @@ class Flywheel:
         """Record every attempt and its verdict (all cost tokens); deposit the first accepted one."""
         accepted = None
         for r in results:
-            attempt_id = self.catalog.add_attempt(
+            attempt_id = self.catalog.runs.add_attempt(
                 problem["id"], run_id, self.model_fingerprint, r.sampling, r.output_text, r.tokens,
                 r.seconds, r.cpu_seconds, r.energy_joules)
             self.tally.attempted += 1
@@ -173,7 +173,7 @@ class Flywheel:
             self.tally.sampling_seconds += r.seconds
             spent[problem["id"]] = spent.get(problem["id"], 0) + r.tokens
             verdict = self.verifier.check_answer(problem["answer"], r.answer)
-            verification_id = self.catalog.add_verification(attempt_id, verdict.version, verdict.verified,
+            verification_id = self.catalog.runs.add_verification(attempt_id, verdict.version, verdict.verified,
                                                             verdict.reason)
             if verdict.verified and accepted is None:
                 accepted = (r, verification_id)

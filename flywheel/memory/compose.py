@@ -24,6 +24,6 @@ def compose(engine, catalog: Catalog, store: BlobStore, solutions: list[tuple[st
     for problem, answer in solutions:
         ids = engine.encode(prompts.solution_segment(problem, answer), bos=parent is None)
         span = chains.deposit(ids, parent, start, {"role": role})  # the blob is durable: record its row
-        parent = catalog.deposit(store, span.artifact_id)
+        parent = catalog.artifacts.deposit(store, span.artifact_id)
         start += len(ids)
     return parent

@@ -15,5 +15,5 @@ __all__ = ["RecallPolicy", "RetrievalPolicy", "library_prefix"]
 def library_prefix(catalog, library: str, n: int, fingerprints: tuple[str, str] | None = None) -> str | None:
     """The tail artifact of the first n solutions of the library's newest chain (None: empty library).
     With `fingerprints` (the engine's model, runtime): the newest chain made under them."""
-    chain = catalog.library_chain(library, fingerprints=fingerprints)
+    chain = catalog.libraries.chain(library, fingerprints=fingerprints)
     return chain[:n][-1] if chain else None

@@ -91,20 +91,20 @@ class Solver:
 
     def _keys(self) -> None:
         if not self._keyed:  # problems added before keys existed (or under an older key version)
-            self.catalog.ensure_keys()
+            self.catalog.problems.ensure_keys()
             self._keyed = True
 
     # -- matching a verified problem (no model) ----------------------------------------------------
 
     def match_hash(self, text: str) -> dict | None:
-        return self.catalog.recall(problem_hash(text), self.fingerprints)
+        return self.catalog.recalls.get(problem_hash(text), self.fingerprints)
 
     def match_key(self, text: str) -> dict | None:
         key = canonical.canonical_key(text)
         if key is None:
             return None
         self._keys()
-        hits = self.catalog.recalls_by_key(key, self.fingerprints)
+        hits = self.catalog.recalls.by_key(key, self.fingerprints)
         return hits[0] if hits else None
 
     def match_similar(self, text: str) -> dict | None:
@@ -118,7 +118,7 @@ class Solver:
         self._keys()
         seq = canonical.number_sequence(text)
         best, best_score = None, self.recall_policy.similar_min
-        for cand in self.catalog.recalls_by_numbers(nums, self.fingerprints):
+        for cand in self.catalog.recalls.by_numbers(nums, self.fingerprints):
             if canonical.number_sequence(cand["text"]) != seq:
                 continue
             score = canonical.similarity(text, cand["text"])
@@ -142,7 +142,7 @@ class Solver:
     def classify(self, text: str) -> dict | None:
         """Find the template/topic of a new problem from catalog problems of the same shape."""
         target = shape(text)
-        for group in self.catalog.problem_groups():
+        for group in self.catalog.problems.groups():
             if shape(group["text"]) == target:
                 return {"template": group["template"], "topic": group["topic"]}
         return None

@@ -84,7 +84,7 @@ import re
 from fractions import Fraction
 from functools import lru_cache
 
-from galahad.flywheel.problems import key_tree
+from galahad.flywheel.problems import key_grammar, key_tree
 from galahad.flywheel.problems.key_frames import readings
 from galahad.flywheel.problems.key_lexer import Refuse, admissible, tokenize
 
@@ -112,42 +112,53 @@ def _reading_key(r: tuple) -> str | None:
     return k if len(k) <= key_tree.MAX_KEY_CHARS and "?(" not in k else None
 
 
-@lru_cache(maxsize=4096)
-def _read(text: str) -> tuple[str, tuple] | None:
-    """(key, reading) when the text has exactly one reading key, else None."""
-    t = _prepare(text)
-    if t is None:
-        return None
-    try:
-        found = readings(tokenize(t))
-    except Refuse:
-        return None
-    keyed = {}
-    for r in found.values():
+def _key_of(found: dict, work: list[int]) -> tuple[str, tuple] | None:
+    """The one key of a text's readings, or None (no reading, a reading without a key, two keys). The
+    work counter goes on: an equation's normal form walks its trees (about one step per 16 key chars)."""
+    keyed: dict = {}
+    for r in sorted(found.values(), key=lambda r: r[0] != "e"):  # expression keys are free: first
+        work[0] += 1 if r[0] == "e" else 1 + sum(len(t[1]) for t in r[1:]) // 16
+        if work[0] > key_grammar.MAX_STEPS:
+            work[0] = key_grammar.MAX_STEPS + 1
+            return None
         keyed.setdefault(_reading_key(r), r)
-    if len(keyed) != 1 or None in keyed:
+        if len(keyed) > 1 or None in keyed:
+            return None  # two keys, or a reading that has none: no key, whatever the rest are
+    if len(keyed) != 1:
         return None
     (k, r), = keyed.items()
     return k, r
 
 
-def reader_work(text: str) -> int | None:
-    """The deterministic work the reader spends on a text: grammar steps (at most key_grammar.MAX_STEPS),
-    or None when it stops before parsing (not a str, longer than MAX_CHARS, a character outside the
-    whitelist, or a lexical refusal such as a literal of more than 30 digits or too many tokens)."""
+def _work_and_key(text: str) -> tuple[int | None, tuple[str, tuple] | None]:
     t = _prepare(text)
     if t is None:
-        return None
+        return None, None
     try:
         toks = tokenize(t)
     except Refuse:
-        return None
+        return None, None
     work = [0]
     try:
-        readings(toks, work)
+        found = readings(toks, work)
     except Refuse:
-        pass
-    return work[0]
+        return work[0], None
+    got = _key_of(found, work)
+    return work[0], got
+
+
+@lru_cache(maxsize=4096)
+def _read(text: str) -> tuple[str, tuple] | None:
+    """(key, reading) when the text has exactly one reading key, else None."""
+    return _work_and_key(text)[1]
+
+
+def reader_work(text: str) -> int | None:
+    """The deterministic work the reader spends on a text: grammar steps and normal-form steps (at most
+    key_grammar.MAX_STEPS + 1, the step that stops it), or None when it stops before parsing (not a str,
+    longer than MAX_CHARS, a character outside the whitelist, or a lexical refusal such as a literal of
+    more than 30 digits or too many tokens)."""
+    return _work_and_key(text)[0]
 
 
 def canonical_key(text: str) -> str | None:

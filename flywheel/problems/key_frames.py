@@ -21,14 +21,13 @@ MAX_LETTERS = 3  # distinct one-letter words a text may hold and still be read a
 def L(*alts: str):
     """Alternatives of literal phrases ('' = nothing)."""
     phrases = [tuple(a.split()) for a in alts]
+    empty = () in phrases
+    table = [(ph,) for ph in phrases if ph]
+    name = f"L{id(table)}"  # the phrases found at a position are looked up once per Grammar (ops_at)
 
     def m(g: Grammar, i: int):
-        out = []
-        for ph in phrases:
-            e = g.lit(i, ph) if ph else i
-            if e is not None:
-                out.append((e, None))
-        return out
+        found = [(e, None) for e, _ in g.ops_at(name, table, i)]
+        return [(i, None), *found] if empty else found
     return m
 
 
@@ -130,6 +129,9 @@ EQ_FRAMES = [  # (kind, parts); the unknown is the Grammar's one-letter var
     ("q", [PRE, L("what value of", "which value of"), V, L("makes"), EQF, L("", "true"), *END]),
     ("q", [PRE, L("for what value of", "for which value of"), V, L("is"), EQF, L("", "true"), *END]),
     ("q2", [PRE, L("for what value of", "for which value of"), V, L("does"), E, L("equal", "equal to"), E, *END]),
+    ("q", [PRE, L("what must", "what should"), V, L("be", "equal", "be equal to"),
+           L("so that", "for", "if", "such that", "to make", "in order that"), COLON, EQF,
+           L("", "to hold", "to be true", "true", "hold"), *END]),
     ("e", [PRE, L("let"), V, L("=", "be"), E, SEP, L("what is", "what's", "calculate", "find", "compute",
                                                     "evaluate", "give", "determine", "what is the value of"),
            V, *END]),

@@ -26,7 +26,13 @@ readings refuses, and so does nesting deeper than `MAX_DEPTH` rules (which bound
 from __future__ import annotations
 
 from galahad.flywheel.problems import key_tree as T
-from galahad.flywheel.problems.key_lexer import ORDINAL_WORDS, Refuse, Tok, number_words
+from galahad.flywheel.problems.key_lexer import (
+    Refuse,
+    Tok,
+    fraction_words,
+    number_words,
+    point_digits,
+)
 from galahad.flywheel.problems.key_parse import (
     ADD_OPS,
     MAX_ALTS,
@@ -37,6 +43,8 @@ from galahad.flywheel.problems.key_parse import (
     SCALED,
     TIGHT,
     VAR_PHRASES,
+    WORD_OPS_AFTER,
+    WORD_OPS_BEFORE,
     Parse,
     _dedupe,
     _doubt_if,
@@ -44,7 +52,13 @@ from galahad.flywheel.problems.key_parse import (
 )
 from galahad.flywheel.problems.key_phrases import Phrases
 
-MAX_STEPS = 10_000  # grammar steps for one text, every mode together
+MAX_STEPS = 3_000  # grammar and normal-form steps for one text, every mode together (normal texts: < 300)
+_SIGNS = ("-", "negative")  # unary signs between an operator and a fraction: "divided by -3/4"
+_BINDS_BEFORE = ("/", "^", "\u00f7")  # symbols before `a/b` whose standard reading splits it: 6/2/3, 2^3/4
+_BINDS_AFTER = ("^", "\u00b2", "\u00b3", "(")  # ... and after it: 3/4^2, 3/4\u00b2, 3/4(2)
+_SAME_AFTER = ("*", "/", "\u00f7")  # after it, left to right gives what the fraction read as one number gives
+_POW_OPS = [(("^",), False)] + [(p, True) for p in POW_WORDS]
+_ORD_OPS = [(p,) for p in ORD_POW]
 
 
 class Grammar(Phrases):
@@ -56,14 +70,25 @@ class Grammar(Phrases):
         self.memo: dict = {}
         self.depth = 0  # rules being computed, one inside another (bounds the Python stack)
         self.work = [0] if work is None else work  # shared by every Grammar reading one text
+        self._fracs: dict[int, tuple[str, str | None] | None] = {}
+        self._at: dict[tuple[str, int], list] = {}  # operator phrases found at a position (see ops_at)
 
     @property
     def steps(self) -> int:
         return self.work[0]
 
+    def built(self, tree: tuple) -> tuple:
+        """`tree`, with the work of building it ticked: flattening a sum or product of k terms sorts and
+        joins k keys (a chain of n terms costs about n^2 / 2 of them, not n steps)."""
+        top = tree[2] if tree[0] == "?" else tree
+        if top[0] in "+*":
+            self.tick(len(top) // 8)
+        return tree
+
     def tick(self, k: int = 1) -> None:
         self.work[0] += k
         if self.work[0] > MAX_STEPS:
+            self.work[0] = MAX_STEPS + 1  # reader_work reports the bound crossed, not how far
             raise Refuse("work bound")
 
     def lit(self, i: int, phrase: tuple[str, ...]) -> int | None:
@@ -87,6 +112,80 @@ class Grammar(Phrases):
             if e is not None:
                 return e
         return None
+
+    def ops_at(self, name: str, table, e: int) -> list[tuple]:
+        """(end, phrase, *info) for every entry (phrase, *info) of `table` that reads at e; computed once
+        per position, so trying operators after each of many readings ending at e costs no phrase tests."""
+        k = (name, e)
+        got = self._at.get(k)
+        if got is None:
+            got = []
+            for entry in table:
+                e1 = self.lit(e, entry[0])
+                if e1 is not None:
+                    got.append((e1, *entry))
+            self._at[k] = got
+        return got
+
+    # -- symbolic fractions next to words -----------------------------------------------------------
+
+    def _word_op_ends(self, j: int) -> bool:
+        """A word operator ('divided by', 'times', 'to the power of', 'plus', spaced 'x') ends at token j."""
+        if self.var is None and self.t[j].kind == "word" and self.t[j].text == "x" and self.t[j].sp \
+                and j + 1 < self.n and self.t[j + 1].sp:
+            return True
+        return any(j + 1 >= len(p) and self.lit(j + 1 - len(p), p) == j + 1 for p in WORD_OPS_BEFORE)
+
+    def _word_op_starts(self, k: int) -> bool:
+        """A word operator ('divided by', 'squared', 'to the', 'doubled', 'plus', ...) starts at token k."""
+        if self.var is None and self.t[k].kind == "word" and self.t[k].text == "x" and self.t[k].sp \
+                and k + 1 < self.n and self.t[k + 1].sp:
+            return True
+        return any(self.lit(k, p) is not None for p in WORD_OPS_AFTER)
+
+    def frac_mode(self, i: int) -> tuple[str, str | None] | None:
+        """How the unspaced literal fraction `a/b` starting at token i reads, with what stands before it
+        ('word', 'sym' or None); None when no such fraction starts at i.
+
+        'fuse': one number, (a/b). Next to a word operator a writer means the fraction as a number: "3/4
+        divided by 2/3" is (3/4) / (2/3) = 9/8, "6 divided by 2/3" is 9, "3/4 squared" is 9/16, "2 to the
+        power of 1/2" is 2^(1/2). Standard precedence would read 3/4/2/3, 6/2/3, 3/4^2, 2^1/2.
+        'std': standard precedence; only where no word operator touches it, where the symbols around it
+        are unspaced too (1/2/3, 2^3/4, 3/4^2) or where both readings agree (3/4 * 2, 3/4 / 2, 1 + 3/4).
+        'doubt' (the text gets no key): a word operator on one side and a symbol that binds into the
+        fraction on the other ("6 divided by 2/3 * 4", "2 times 3/4^2", "6 divided by 1/2/3"); a spaced
+        symbol that binds into it ("1/2 / 3/4", "2 ^ 3/4", "3/4 ^ 2": the spacing groups the fraction, the
+        precedence does not); `\u00f7` right before it ("6 \u00f7 2/3")."""
+        if i in self._fracs:
+            return self._fracs[i]
+        t, n, got = self.t, self.n, None
+        if (i + 2 < n and t[i].kind == "num" and t[i + 1].kind == "sym" and t[i + 1].text == "/"
+                and t[i + 2].kind == "num" and not t[i + 1].sp and not t[i + 2].sp):
+            j = i - 1
+            while j >= 0 and t[j].kind in ("sym", "word") and t[j].text in _SIGNS:
+                j -= 1
+            before = before_sp = None
+            if j >= 0 and t[j].kind == "sym" and t[j].text in _BINDS_BEFORE:
+                before = "sym"
+                before_sp = t[j].text == "\u00f7" or any(t[k].sp for k in range(j, i + 1))
+            elif j >= 0 and self._word_op_ends(j):
+                before = "word"
+            k, after = i + 3, None
+            if k < n and t[k].kind == "sym" and t[k].text in _BINDS_AFTER:
+                after = "sym-sp" if t[k].sp or (t[k].text == "^" and k + 1 < n and t[k + 1].sp) else "sym"
+            elif k < n and t[k].kind == "sym" and t[k].text in _SAME_AFTER:
+                after = "same"
+            elif k < n and t[k].kind == "word" and len(t[k].text) == 1 and not t[k].sp:
+                after = "sym"  # 3/4x: implicit multiplication binds into the fraction
+            elif k < n and self._word_op_starts(k):
+                after = "word"
+            if "word" in (before, after):
+                clash = before == "sym" or after in ("sym", "sym-sp") or (before == "word" and after == "same")
+                got = ("doubt" if clash else "fuse", before)
+            else:
+                got = ("doubt" if before_sp or after == "sym-sp" else "std", before)
+        self._fracs[i] = got
+        return got
 
     # -- expressions ------------------------------------------------------------------------------
 
@@ -112,11 +211,9 @@ class Grammar(Phrases):
     @rule
     def Add(self, i):
         def steps(e, left):
-            for phrase, kind, word, rev in ADD_OPS:
-                e1 = self.lit(e, phrase)
-                if e1 is not None:
-                    for e2, right in self.Mul(e1):
-                        yield e2, self._add(left, kind, word, rev, right)
+            for e1, _, kind, word, rev in self.ops_at("add", ADD_OPS, e):
+                for e2, right in self.Mul(e1):
+                    yield e2, self._add(left, kind, word, rev, right)
         return self._chain(i, self.Mul, steps)
 
     def _add(self, left, kind, word, rev, right):
@@ -125,19 +222,21 @@ class Grammar(Phrases):
                     and not (x is right and rev and x.cls == "mul") for x in (left, right))
         chained_rev = left.cls == "add" and (rev or left.rev)
         a, b = (right.tree, left.tree) if rev else (left.tree, right.tree)
-        tree = T.add(a, b) if kind == "+" else T.sub(a, b)  # subtraction keeps its own node
+        tree = self.built(T.add(a, b) if kind == "+" else T.sub(a, b))  # subtraction keeps its own node
         return Parse(_doubt_if(mixed or chained_rev, tree), "add", word or (left.word and left.cls == "add"), rev)
 
     @rule
     def Mul(self, i):
         def steps(e, left):
-            for phrase, kind, word in self._mul_ops(e):
-                e1 = self.lit(e, phrase)
-                if e1 is not None:
-                    for e2, right in self.Unary(e1):
-                        frac = (kind == "/" and not word and e2 == e1 + 1 and self._literal_at(e - 1, left)
-                                and self._literal_at(e1, right) and not self.t[e].sp and not self.t[e1].sp)
-                        yield e2, self._mul(left, kind, word, right, frac=frac)
+            for e1, phrase, kind, word in self.ops_at("mul", self._mul_ops(e), e):
+                for e2, right in self.Unary(e1):
+                    frac = (phrase == ("/",) and e2 == e1 + 1 and self._literal_at(e - 1, left)
+                            and self._literal_at(e1, right) and not self.t[e].sp and not self.t[e1].sp)
+                    # two/three, 6/three: a slash touching a number word is no notation anyone agrees on
+                    worded = phrase == ("/",) and (
+                        (self.t[e - 1].kind == "word" and left.tree[0] == "n" and not self.t[e].sp)
+                        or (self.t[e1].kind == "word" and right.tree[0] == "n" and not self.t[e1].sp))
+                    yield e2, self._mul(left, kind, word, right, frac=frac, worded=worded)
             if self._implicit_ok(e):
                 for e2, right in self.Pow(e):
                     yield e2, self._mul(left, "*", False, right, implicit=True)
@@ -161,14 +260,15 @@ class Grammar(Phrases):
     def _literal_at(self, i: int, p: Parse) -> bool:
         return p.tree[0] == "n" and p.cls == "atom" and self.t[i].kind == "num"
 
-    def _mul(self, left, kind, word, right, implicit=False, frac=False):
+    def _mul(self, left, kind, word, right, implicit=False, frac=False, worded=False):
         chain = left.cls == "mul"
         div = left.div if chain else 0
         doubtful = (any(x.cls not in (*TIGHT, "mul") and (word or x.word) for x in (left, right))
-                    or (div & 2 and (word or implicit))  # 8 divided by 2 times 4
+                    or div & 2  # 8 divided by 2 times 4, 8 divided by 2 * 4: anything after a word division
+                    or worded
                     or (div and implicit)  # 6/2(1+2), 1/2x
                     or (implicit and left.cls in ("pow", "post")))  # 2^3(4)
-        tree = T.mul(left.tree, right.tree) if kind == "*" else T.div(left.tree, right.tree)
+        tree = self.built(T.mul(left.tree, right.tree) if kind == "*" else T.div(left.tree, right.tree))
         div |= (2 if word else 1) if kind == "/" else 0
         return Parse(_doubt_if(doubtful, tree), "mul", word or (chain and left.word), False, div, frac)
 
@@ -185,19 +285,13 @@ class Grammar(Phrases):
         out = []
         for e, base in self.Postfix(i):
             out.append((e, base))
-            for phrase, word in [(("^",), False)] + [(p, True) for p in POW_WORDS]:
-                e1 = self.lit(e, phrase)
-                if e1 is None:
-                    continue
+            self.tick()
+            for e1, _, word in self.ops_at("pow", _POW_OPS, e):
                 for e2, ex in self.Unary(e1):  # 2^3^2, 3 squared ^ 2: chained powers
                     chained = base.cls != "atom" or ex.cls in ("pow", "post")
                     out.append((e2, Parse(_doubt_if(chained, T.power(base.tree, ex.tree)), "pow", word)))
-            for phrase in ORD_POW:  # to the 4th power, to the fourth power
-                e1 = self.lit(e, phrase)
-                if e1 is None or e1 >= self.n:
-                    continue
-                tok = self.t[e1]
-                n = tok.value if tok.kind == "ord" else ORDINAL_WORDS.get(tok.text) if tok.kind == "word" else None
+            for e1, _ in self.ops_at("ord", _ORD_OPS, e):  # to the 4th power, to the fourth power
+                n = self.ordinal(e1)
                 if n is None:
                     continue  # "6 to the 2": no ordinal, no power
                 tree = _doubt_if(base.cls != "atom", T.power(base.tree, T.num(n)))
@@ -226,10 +320,18 @@ class Grammar(Phrases):
         if i >= self.n:
             return []
         tok, out = self.t[i], []
-        if tok.kind == "num":
+        frac = self.frac_mode(i)
+        if frac is not None and frac[0] != "std":  # 3/4 as one number (see frac_mode)
+            tree = T.div(T.num(tok.value), T.num(self.t[i + 2].value))
+            out.append((i + 3, Parse(_doubt_if(frac[0] == "doubt", tree), frac=True)))
+        elif tok.kind == "num":
             out.append((i + 1, Parse(T.num(tok.value))))
         elif tok.kind == "word":
-            out += [(e, Parse(T.num(v))) for e, v in number_words(self.t, i)]
+            for e, v in number_words(self.t, i):
+                point = point_digits(self.t, e)  # three point two five
+                out.append((e, Parse(T.num(v))) if point is None else (point[0], Parse(T.num(v + point[1]))))
+            for e, a, b in fraction_words(self.t, i):  # three quarters, a half
+                out.append((e, Parse(T.div(T.num(a), T.num(b)), frac=True)))
         e = self.is_var(i)
         if e is not None:
             out.append((e, Parse(T.VAR)))

@@ -20,15 +20,18 @@ MAX_TOKENS = 120
 
 # ASCII printable, whitespace, and a few math glyphs; anything else (lone surrogates, NUL, emoji, ...) -> no key
 _ALLOWED = re.compile(r"[\x20-\x7e\t\n\r\u00d7\u00f7\u00b7\u22c5\u2212\u2013\u00b2\u00b3\u2019]*")
-_GLYPHS = {"\u00d7": "*", "\u00b7": "*", "\u22c5": "*", "\u00f7": "/", "\u2212": "-", "\u2013": "-",
-           "**": "^", "\u2019": "'"}
+_GLYPHS = {"\u00d7": "*", "\u00b7": "*", "\u22c5": "*", "\u2212": "-", "\u2013": "-", "**": "^", "\u2019": "'"}
+# "\u00f7" (division sign) stays its own token: it divides like `/`, but next to a `/` fraction ("6 \u00f7 2/3")
+# writers mean different things, and the grammar must be able to tell the two apart
 _TOKEN = re.compile(
     r"(?P<num>[0-9]+(?:,[0-9]{3}(?![0-9]))*(?:\.[0-9]+)?)"
+    r"|(?P<dot>\.[0-9]+)"  # a leading-dot decimal `.5` (where it may stand, see tokenize)
     r"|(?P<word>[a-z]+(?:'[a-z]+)?(?:-[a-z]+)*)"
     r"|(?P<sym>\*\*|//|[^\sa-z0-9])"
     r"|(?P<space>\s+)")
 _ORDINAL_SUFFIX = {"st", "nd", "rd", "th"}
 _DIGITS = "0123456789"
+_BEFORE_DOT = set(" \t\n\r+-*/^(=:\u00d7\u00f7\u00b7\u22c5\u2212\u2013")  # what may precede a leading-dot `.5`
 
 
 class Refuse(Exception):
@@ -66,6 +69,10 @@ def tokenize(text: str) -> list[Tok]:
         if kind == "space":
             sp = True
             continue
+        if kind == "dot":  # .5 after a space, an operator or the start: 0.5; anywhere else (3..5, x.5) refused
+            if (m.start() > 0 and text[m.start() - 1] not in _BEFORE_DOT) or (toks and toks[-1].kind == "num"):
+                raise Refuse("malformed number")  # 3 .5 is no number either
+            kind, s = "num", "0" + s
         if kind == "num":
             digits = s.replace(",", "").replace(".", "")
             if len(digits) > MAX_DIGITS:
@@ -176,3 +183,51 @@ def number_words(toks: list[Tok], i: int) -> list[tuple[int, int]]:
                         nxt.append((end + 1, total + v * mult, k + 1, False))
         frontier = nxt
     return sorted(set(results))
+
+
+# -- fractions and decimals in words -------------------------------------------------------------------
+
+_DENOMS = {"half": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+           "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12}  # never "second": "two seconds" is time
+DENOMS_SINGULAR = dict(_DENOMS)
+DENOMS_PLURAL = {("halves" if w == "half" else w + "s"): d for w, d in _DENOMS.items()}
+_NUMERATORS = {w: v for w, v in (UNITS | TEENS).items() if v >= 2}
+
+
+def _fraction_parts(num: str, den: str) -> tuple[int, int] | None:
+    if num in ("a", "one"):
+        d = DENOMS_SINGULAR.get(den)
+        return None if d is None else (1, d)
+    n, d = _NUMERATORS.get(num), DENOMS_PLURAL.get(den)
+    return None if n is None or d is None else (n, d)
+
+
+def fraction_words(toks: list[Tok], i: int) -> list[tuple[int, int, int]]:
+    """(end, numerator, denominator) for a fraction said in words at i: 'one half', 'a half', 'a quarter',
+    'three quarters', 'two thirds', 'seven eighths', 'two-thirds'. Singular after 'a'/'one' only, plural
+    after two..nineteen only ('two third', 'one thirds' and 'two seconds' are no fractions)."""
+    w = _word(toks, i)
+    if w is None:
+        return []
+    if "-" in w:  # one-half, two-thirds, three-quarters
+        num, _, den = w.partition("-")
+        got = _fraction_parts(num, den) if num != "a" and "-" not in den else None
+        return [] if got is None else [(i + 1, *got)]
+    den = _word(toks, i + 1)
+    got = None if den is None else _fraction_parts(w, den)
+    return [] if got is None else [(i + 2, *got)]
+
+
+def point_digits(toks: list[Tok], i: int) -> tuple[int, Fraction] | None:
+    """(end, fractional part) for 'point' followed by digit words at i ('point two five' is 0.25): every
+    following digit word is taken ('three point two five' is never 3.2 and then a five). None when there
+    is no 'point' or no digit word after it ('three point twenty five' is no number)."""
+    if _word(toks, i) != "point":
+        return None
+    j, digits = i + 1, ""
+    while _word(toks, j) in UNITS:
+        digits += str(UNITS[_word(toks, j)])
+        j += 1
+    if not digits or len(digits) > MAX_DIGITS:
+        return None
+    return j, Fraction(int(digits), 10 ** len(digits))

@@ -42,7 +42,7 @@ ADD_OPS = [(p, k, w, r) for ps, k, w, r in (
     (_p("subtracted from", "less than", "fewer than"), "-", True, True),
 ) for p in ps]
 MUL_OPS = [(p, k, w) for ps, k, w in (
-    (_p("*"), "*", False), (_p("/"), "/", False),
+    (_p("*"), "*", False), (_p("/", "\u00f7"), "/", False),
     (_p("times", "multiplied by"), "*", True), (_p("divided by", "over"), "/", True),
 ) for p in ps]
 POW_WORDS = _p("to the power of", "raised to the power of", "raised to", "to the power")
@@ -50,6 +50,11 @@ ORD_POW = _p("to the", "raised to the")
 POSTFIX = {"squared": 2, "cubed": 3, "\u00b2": 2, "\u00b3": 3}
 SCALED = {"doubled": (2, 1), "tripled": (3, 1), "halved": (1, 2)}  # "24 doubled": a word, so not tight
 TIGHT = ("atom", "post")
+# The word operators around a symbolic fraction `3/4` (key_grammar.Grammar.frac_mode): phrases that may end
+# right before it, and phrases that may start right after it.
+WORD_OPS_BEFORE = {p for p, _, w, _ in ADD_OPS if w} | {p for p, _, w in MUL_OPS if w} | set(POW_WORDS)
+WORD_OPS_AFTER = (WORD_OPS_BEFORE | set(ORD_POW) | {(w,) for w in POSTFIX if w.isalpha()}
+                  | {(w,) for w in SCALED})
 SCALE_OF = {("half", "of"): 2, ("one", "half", "of"): 2, ("a", "third", "of"): 3, ("one", "third", "of"): 3,
             ("a", "quarter", "of"): 4, ("one", "quarter", "of"): 4, ("a", "fourth", "of"): 4,
             ("one", "fourth", "of"): 4, ("one-half", "of"): 2, ("one-third", "of"): 3, ("one-quarter", "of"): 4,

@@ -12,7 +12,7 @@ through `_closed` (an unbracketed chain there makes the reading doubtful).
 from __future__ import annotations
 
 from galahad.flywheel.problems import key_tree as T
-from galahad.flywheel.problems.key_lexer import ORDINAL_WORDS, Refuse
+from galahad.flywheel.problems.key_lexer import ORDINAL_WORDS, Refuse, fraction_words
 from galahad.flywheel.problems.key_parse import (
     GERUNDS,
     MAX_ALTS,
@@ -39,14 +39,15 @@ class Phrases:
         for head, build in (("sum", T.add), ("total", T.add), ("product", T.mul)):
             e = self.lit(j, (head, "of"))
             if e is not None:
-                out += [(e2, Parse(build(*(p.tree for p in items[:-1]), _closed(items[-1]))))
-                        for e2, items in self.List(e)]
+                out += [(e2, Parse(_doubt_if(mixed and build is T.mul,
+                                             self.built(build(*(p.tree for p in items[:-1]), _closed(items[-1]))))))
+                        for e2, items, mixed in self.List(e)]
         for head in ("quotient", "difference"):
             for prep in ("of", "between") if head == "difference" else ("of",):
                 e = self.lit(j, (head, prep))
                 if e is None:
                     continue
-                for e2, items in self.List(e):
+                for e2, items, _ in self.List(e):  # two items: "seven and a half" would be one
                     if len(items) == 2:
                         out.append((e2, Parse(self._two(head, items[0].tree, _closed(items[1])))))
         for head, k in (("square", 2), ("cube", 3)):
@@ -66,19 +67,25 @@ class Phrases:
                 if e2 is not None:
                     out += [(e3, Parse(T.div(a.tree, _closed(b)))) for e3, b in self.E(e2)]
         if j > i and j + 1 < self.n and self.lit(j + 1, ("power", "of")):  # the 3rd power of A
-            tok = self.t[j]
-            n = tok.value if tok.kind == "ord" else ORDINAL_WORDS.get(tok.text) if tok.kind == "word" else None
+            n = self.ordinal(j)
             if n is not None:
                 out += [(e2, Parse(T.power(_closed(x), T.num(n)))) for e2, x in self.E(j + 3)]
         if (j == i and i + 3 < self.n and self.t[i].kind == "num" and self.lit(i + 1, ("/",))
                 and self.t[i + 2].kind == "num" and not self.t[i + 1].sp and not self.t[i + 2].sp
                 and self.lit(i + 3, ("of",))):  # 3/4 of A
-            frac = T.div(T.num(self.t[i].value), T.num(self.t[i + 2].value))
+            # 2^3/4 of 8, 1/3/4 of 8: a symbol before it binds into the fraction
+            frac = _doubt_if(self.frac_mode(i)[1] == "sym",
+                             T.div(T.num(self.t[i].value), T.num(self.t[i + 2].value)))
             out += [(e2, Parse(T.mul(frac, _closed(x)))) for e2, x in self.E(i + 4)]
         e = self.lit(j, ("result", "of"))
         if e is not None and j > i:
             out += [(e2, Parse(tree)) for e2, tree in self.Action(e, gerund=True)]
         if j == i:
+            for e1, a, b in fraction_words(self.t, i):  # two thirds of A, one fifth of A (as "a third of A")
+                e = self.lit(e1, ("of",))
+                if e is not None:
+                    out += [(e2, Parse(T.div(_closed(x), T.num(b)) if a == 1
+                                       else T.mul(T.div(T.num(a), T.num(b)), _closed(x)))) for e2, x in self.E(e)]
             for phrase, k in SCALE_OF.items():
                 e = self.lit(i, phrase)
                 if e is not None:
@@ -88,19 +95,30 @@ class Phrases:
                 out += [(e2, Parse(T.mul(T.num(k), _closed(x)))) for e2, x in self.E(i + 1)]
         return out
 
+    def ordinal(self, i: int):
+        """The power an ordinal at i names ('third', '3rd'), or None."""
+        if i >= self.n:
+            return None
+        tok = self.t[i]
+        return tok.value if tok.kind == "ord" else ORDINAL_WORDS.get(tok.text) if tok.kind == "word" else None
+
     def _two(self, head: str, a: tuple, b: tuple) -> tuple:
         if head == "quotient":
             return T.div(a, b)
         # 'the difference of/between a and b': a - b or |a - b|; only where both readings agree (a >= b)
+        self.tick(1 + (len(a[1]) + len(b[1])) // 8)  # evaluating walks both trees
         va, vb = T.value(a), T.value(b)
         return _doubt_if(va is None or vb is None or va < vb, T.sub(a, b))
 
     def List(self, i):
-        """Every reading of 'A and B', 'A, B and C', 'A, B, and C', 'A and B and C' (two or more items)."""
-        states, done = [(e, (p,), "start") for e, p in self.E(i)], []
+        """Every reading of 'A and B', 'A, B and C', 'A, B, and C', 'A and B and C' (two or more items), as
+        (end, items, mixed). `mixed`: a whole number, 'and', then a fraction ("two and a half", "2 and 1/2")
+        where a list of three or more items could also be read with a mixed number as one item: the
+        product of two and a half and four is 4 as a list, 10 as 2 1/2 * 4 (no key for products)."""
+        states, done = [(e, (p,), "start", False) for e, p in self.E(i)], []
         while states:
             nxt = []
-            for pos, items, mode in states:
+            for pos, items, mode, mixed in states:
                 self.tick()
                 seps = []
                 if mode in ("start", "comma") and self.lit(pos, (",", "and")):
@@ -111,8 +129,11 @@ class Phrases:
                     seps.append((pos + 1, "last" if mode == "comma" else "and"))
                 for start, new_mode in seps:
                     for e, p in self.E(start):
-                        self.tick()
-                        state = (e, items + (p,), new_mode)
+                        self.tick(1 + len(items) // 8)  # the state's key holds every item's
+                        prev = items[-1].tree
+                        m = mixed or (self.t[start - 1].text == "and" and p.frac and prev[0] == "n"
+                                      and prev[2].denominator == 1 and prev[2] >= 0)
+                        state = (e, items + (p,), new_mode, m)
                         if new_mode in ("and", "last"):
                             done.append(state)
                         if new_mode != "last":
@@ -120,7 +141,7 @@ class Phrases:
             states = _dedupe(nxt, _items_key)
             if len(states) + len(done) > MAX_ALTS:
                 raise Refuse("too many readings")
-        return _dedupe(((e, items) for e, items, _ in done), _items_key)
+        return _dedupe(((e, items, mixed and len(items) >= 3) for e, items, _, mixed in done), _items_key)
 
     # -- commands and gerunds ("add 3 to 5", "subtracting 3 from 7") ------------------------------
 
@@ -139,7 +160,8 @@ class Phrases:
             name = "add" if j is not None else None
         if name == "add":
             j2 = self.lit(j, ("together",)) or self.lit(j, ("up",)) or j
-            out += [(e, T.add(*(p.tree for p in items[:-1]), _closed(items[-1]))) for e, items in self.List(j2)]
+            out += [(e, self.built(T.add(*(p.tree for p in items[:-1]), _closed(items[-1]))))
+                    for e, items, _ in self.List(j2)]  # a sum is the same with "two and a half" as one item
             out += [(e, T.add(b, a)) for e, a, b in self._two_args(j, ("to",))]
         elif name is None:
             pass
@@ -152,7 +174,8 @@ class Phrases:
             if e0 is not None:
                 out += [(e, T.sub(b, a)) for e, a, b in self._two_args(e0, ("from",))]
         elif name == "multiply":
-            out += [(e, T.mul(*(p.tree for p in items[:-1]), _closed(items[-1]))) for e, items in self.List(j)]
+            out += [(e, _doubt_if(mixed, self.built(T.mul(*(p.tree for p in items[:-1]), _closed(items[-1])))))
+                    for e, items, mixed in self.List(j)]
             out += [(e, T.mul(a, b)) for e, a, b in self._two_args(j, ("by",))]
         elif name == "divide":
             out += [(e, T.div(a, b)) for e, a, b in self._two_args(j, ("by",))]
@@ -162,6 +185,12 @@ class Phrases:
         elif name == "raise":
             for e, a, b in self._two_args(j, ("to", "the", "power", "of")):
                 out.append((e, T.power(a, b)))
+            for e, a in self.E(j):  # raise 4 to the third (power), raise 4 to the 3rd power
+                e1 = self.lit(e, ("to", "the"))
+                n = self.ordinal(e1) if e1 is not None else None
+                if n is not None:
+                    self.tick()
+                    out.append((e1 + 2 if self.lit(e1 + 1, ("power",)) else e1 + 1, T.power(a.tree, T.num(n))))
         else:  # double, triple, halve, square, cube
             for e, x in self.E(j):
                 out.append((e, UNARY_ACTIONS[name](_closed(x))))

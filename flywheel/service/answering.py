@@ -141,7 +141,7 @@ class Answering:
         p = Problem(id=problem_hash(problem)[:16], problem=problem, answer=gold, topic=topic,
                     template=match.get("template") or topic, source=API_SOURCE)
         pid = admit(self.catalog, [p], ["gold"], self.caller)[0]
-        row = self.catalog.problem_by_hash(pid)
+        row = self.catalog.problems.by_hash(pid)
         return row is not None and row["status"] in QUEUED
 
     # -- problems ----------------------------------------------------------------------------------
@@ -163,18 +163,18 @@ class Answering:
         ids = admit(self.catalog, problems, [f"problems[{i}]" for i in range(len(problems))], self.caller)
         out = []
         for p, pid in zip(problems, ids, strict=True):
-            row = self.catalog.problem_by_hash(pid)
+            row = self.catalog.problems.by_hash(pid)
             out.append({"id": pid, "external_id": p.id, "status": row["status"] if row else "unknown"})
         return out
 
     def problem(self, problem_id: str) -> dict[str, Any]:
-        row = self.catalog.problem_by_hash(_id(problem_id, "problem"))
+        row = self.catalog.problems.by_hash(_id(problem_id, "problem"))
         if row is None:
             raise NotFound(f"unknown problem {problem_id}")
-        sol = self.catalog.verified_solution(problem_id)
-        recall = self.catalog.recall(problem_id)
+        sol = self.catalog.runs.verified_solution(problem_id)
+        recall = self.catalog.recalls.get(problem_id)
         return {"id": row["id"], "text": row["text"], "status": row["status"],
-                "attempts": len(self.catalog.attempts_for(problem_id)),
+                "attempts": len(self.catalog.runs.attempts(problem_id)),
                 "verified_answer": answer_from_output(sol["output_text"]) if sol else None,
                 "artifact_id": sol.get("artifact_id") if sol else None,
                 "recall_artifact_id": recall["artifact_id"] if recall else None}
@@ -186,18 +186,18 @@ class Answering:
 
     def find(self, text: object) -> list[dict[str, Any]]:
         text = _text(text, "text", self.config.max_problem_chars)
-        rows = self.catalog.find_problems(text=text, limit=self.config.max_find)
+        rows = self.catalog.problems.find(text=text, limit=self.config.max_find)
         keep = ("id", "text", "status", "topic", "template", "source", "external_id")
         return [{k: r.get(k) for k in keep} for r in rows]
 
     def artifact(self, artifact_id: str) -> dict[str, Any]:
-        if not self.catalog.has_artifact(_id(artifact_id, "artifact")):
+        if not self.catalog.artifacts.has(_id(artifact_id, "artifact")):
             raise NotFound(f"unknown artifact {artifact_id}")
-        return self.catalog.lineage(artifact_id)
+        return self.catalog.artifacts.lineage(artifact_id)
 
     def blob(self, artifact_id: str) -> tuple[bytes, str]:
         """The artifact's bytes (hash-checked by the store) and their SHA-256."""
-        if not self.catalog.has_artifact(_id(artifact_id, "artifact")):
+        if not self.catalog.artifacts.has(_id(artifact_id, "artifact")):
             raise NotFound(f"unknown artifact {artifact_id}")
         data = self.store.get(artifact_id)
         return data, sha256_hex(data)

@@ -1,15 +1,27 @@
 """The HTTP API: FastAPI routes (thin: parse, call `Answering`, translate errors) on a Ray Serve ingress.
 
-Every answer is JSON; every error is `{"error": "..."}` with a 4xx/5xx status and never a traceback. The
-`guard` middleware applies the token rule (`security.py`), the body-size limit and the per-endpoint metrics.
-Each replica is its own process: `GalahadApi.__init__` loads the engine once and registers the replica in
-the module global `_REPLICA` (`register_replica`), which the middleware reads.
+Every answer is JSON; every error our app produces is `{"error": "..."}` with a 4xx/5xx status and never a
+traceback (an exception that escapes everything else is a JSON 500 too). The `guard` middleware applies the
+token rule (`security.py`), the body-size limit and the per-endpoint metrics. Each replica is its own
+process: `GalahadApi.__init__` loads the engine once and registers the replica in the module global
+`_REPLICA` (`register_replica`), which the middleware reads.
+
+No request stops the service: solves run in the threadpool (the engine lock is taken there), every other
+route is either `async` and instant (`/healthz`) or a plain `def` that Starlette runs in the threadpool, the
+threadpool has a thread for every request Serve may send a replica (`max_ongoing_requests`), and a replica
+admits at most `max_queued_solves` solves at once (503 with Retry-After beyond), so reads and `/healthz`
+always have slots while the engine is busy. `/readyz` and `/metrics` report the learner's supervisor.
+
+Failures outside our app are Serve's own and are plain text: a replica that dies mid-request gives uvicorn's
+`500 Internal Server Error` from the proxy; no replica ready or the proxy's queue full gives a `503` with
+Serve's message. `Client` turns any non-JSON error body into a `ServiceError` with the status.
 """
 
 import json
 import time
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -23,11 +35,14 @@ from galahad.flywheel.config import ServiceConfig
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.service.answering import Answering, NotFound, TooLarge
 from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResponse, SubmitResponse
+from galahad.flywheel.service.binding import keep_replica_grpc_on_loopback
 from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics
-from galahad.flywheel.service.security import authorized, caller_identity
+from galahad.flywheel.service.security import authorized, caller_identity, is_loopback
 
 API_VERSION = "1"
 SHA_HEADER = "X-Content-SHA256"
+THREAD_HEADROOM = 8  # threadpool threads beyond max_ongoing_requests (Starlette's own, docs)
+LEARNER_STATE_TIMEOUT_S = 3.0
 app = FastAPI(title="Galahad", version=API_VERSION,
               description="Verified-knowledge KV-cache grafting as a service: answers from verified memory, "
                           "learns what it does not know.")
@@ -42,19 +57,31 @@ def register_replica(replica: "GalahadApi") -> None:
     _REPLICA = replica
 
 
-def error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": " ".join(str(message).split())[:2000]}, status_code=status)
+class Busy(GalahadError):
+    """The replica already holds `max_queued_solves` solves (HTTP 503, Retry-After)."""
+
+
+def error(status: int, message: str, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse({"error": " ".join(str(message).split())[:2000]}, status_code=status, headers=headers)
 
 
 def status_of(exc: GalahadError) -> int:
     if isinstance(exc, GoldConflict):
         return 409
+    if isinstance(exc, Busy):
+        return 503
     return 404 if isinstance(exc, NotFound) else 413 if isinstance(exc, TooLarge) else 400
 
 
 @app.exception_handler(GalahadError)
 async def galahad_error(request: Request, exc: GalahadError) -> JSONResponse:
-    return error(status_of(exc), str(exc))
+    return error(status_of(exc), str(exc), {"Retry-After": "1"} if isinstance(exc, Busy) else None)
+
+
+@app.exception_handler(Exception)
+async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    """Whatever escapes the middleware too (Starlette's outermost handler): a JSON 500, never plain text."""
+    return error(500, f"internal error: {type(exc).__name__}")
 
 
 @app.exception_handler(RequestValidationError)
@@ -74,6 +101,9 @@ async def guard(request: Request, call_next):
     t0, replica = time.perf_counter(), _REPLICA
     if replica is None:
         return error(503, "the replica is starting")
+    threads = anyio.to_thread.current_default_thread_limiter()  # this event loop's; default 40
+    if threads.total_tokens < replica.config.max_ongoing_requests + THREAD_HEADROOM:
+        threads.total_tokens = replica.config.max_ongoing_requests + THREAD_HEADROOM  # a thread for every request
     if not authorized(request.url.path, request.headers.get("authorization"), replica.token):
         response = error(401, "missing or wrong bearer token (Authorization: Bearer <GALAHAD_API_TOKEN>)")
     elif int(request.headers.get("content-length") or 0) > replica.config.max_body_bytes:
@@ -111,18 +141,36 @@ class GalahadApi:
     """One answering replica: the pinned engine (loaded once), the catalog and the store."""
 
     def __init__(self, model: str, data: str, catalog_url: str, store: str, token: str | None,
-                 config: ServiceConfig):
+                 config: ServiceConfig, learner=None):
         from galahad.flywheel.app.storage import engine_for
         from galahad.flywheel.artifacts.store import LocalStore
         from galahad.flywheel.catalog import Catalog
         from galahad.flywheel.config import Paths
 
+        if is_loopback(config.host):  # before Serve starts this replica's own gRPC server (after __init__)
+            keep_replica_grpc_on_loopback()
         self.config, self.token = config, token
+        self.learner = learner  # the learner's supervisor (`learner.LearnerSupervisor`), None with --no-learn
+        self.solves = 0  # admitted solves; touched only on the event loop
         catalog = Catalog(catalog_url)
         self.answering = Answering(engine_for(model, Paths.resolve(data)), catalog, LocalStore(store), config,
                                    caller=caller_identity(token))
-        self.metrics = Metrics(catalog.stats)
+        self.metrics = Metrics(catalog.stats, self.learner_state)
         register_replica(self)
+
+    def learner_state(self) -> dict:
+        """The supervisor's state: `state` (running, starting, restarting, stopped; off without a learner;
+        unreachable), `up`, `restarts`, `last_error` (one line), `last_error_at`, `pid`. Blocks at most a few
+        seconds: call it from the threadpool."""
+        if self.learner is None:
+            return {"state": "off", "up": False}
+        import ray
+
+        try:
+            return ray.get(self.learner.state.remote(), timeout=LEARNER_STATE_TIMEOUT_S)
+        except Exception as exc:
+            return {"state": "unreachable", "up": False,
+                    "last_error": f"the learner's supervisor did not answer: {type(exc).__name__}"}
 
     @app.post("/v1/solve", response_model=SolveResponse)
     async def solve(self, request: Request) -> dict:
@@ -132,7 +180,15 @@ class GalahadApi:
         except ValidationError as exc:
             first = exc.errors()[0]
             raise GalahadError(f"{'.'.join(str(p) for p in first['loc']) or 'body'}: {first['msg']}") from None
-        out = await run_in_threadpool(self.answering.solve, req.problem, req.gold)
+        if self.solves >= self.config.max_queued_solves:
+            raise Busy(f"this replica is already answering {self.solves} solves; retry later")
+        self.solves += 1
+        self.metrics.solving.inc()
+        try:
+            out = await run_in_threadpool(self.answering.solve, req.problem, req.gold)
+        finally:
+            self.solves -= 1
+            self.metrics.solving.dec()
         self.metrics.answer(out["path"], out["seconds"])
         return out
 
@@ -163,15 +219,18 @@ class GalahadApi:
         return Response(data, media_type="application/octet-stream", headers={SHA_HEADER: sha})
 
     @app.get("/healthz")
-    def healthz(self) -> dict:
+    async def healthz(self) -> dict:  # on the event loop: no thread, no lock, no catalog
         return {"ok": True}
 
     @app.get("/readyz")
     def readyz(self) -> JSONResponse:
+        """Ready to answer (model loaded, catalog migrated); `learner` says how the learner is doing, and a
+        learner restarting does not make the replica unready (answering does not need it)."""
         try:
-            return JSONResponse({"ok": True, **self.answering.ready()})
+            ready = self.answering.ready()
         except Exception as exc:
             return error(503, f"not ready: {str(exc)[:300]}")
+        return JSONResponse({"ok": True, **ready, "learner": self.learner_state()})
 
     @app.get("/metrics")
     def metrics_text(self) -> Response:

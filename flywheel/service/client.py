@@ -1,13 +1,17 @@
 """The Python client: `Client(url, token=None)` with solve, submit, problem, stats, find, artifact and blob.
 
 Standard library only (urllib), so an agent's script needs nothing but this package. A server error
-becomes a `ServiceError` carrying the HTTP status and the server's one-line `error`. The bearer token is
-sent only to the server's own scheme, host and port: a redirect elsewhere is followed without it.
+becomes a `ServiceError` carrying the HTTP status and the server's one-line `error`; an error body that is
+not our JSON (Ray Serve's plain-text `Internal Server Error` when a replica dies, a proxy's HTML page, an
+empty body) becomes one too, with its first 300 characters on one line (or the HTTP reason). A connection
+that drops mid-answer, or a success body that is not JSON, is a `GalahadError`. The bearer token is sent
+only to the server's own scheme, host and port: a redirect elsewhere is followed without it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import urllib.error
@@ -47,6 +51,25 @@ class _KeepTokenAtHome(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_KeepTokenAtHome)
 
 
+def _one_line(raw: bytes) -> str:
+    return " ".join(raw[:300].decode("utf-8", "replace").split())
+
+
+def _error_message(exc: urllib.error.HTTPError) -> str:
+    """The server's `error` from our JSON body; otherwise the body's start on one line, or the reason."""
+    try:
+        raw = exc.read()
+    except (OSError, http.client.HTTPException):
+        raw = b""
+    try:
+        message = json.loads(raw)["error"]
+        if isinstance(message, str) and message.strip():
+            return " ".join(message.split())
+    except (ValueError, KeyError, TypeError, IndexError):
+        pass
+    return _one_line(raw) or str(exc.reason or "no reason given")
+
+
 class Client:
     def __init__(self, url: str, token: str | None = None, timeout: float = 600.0):
         if not url.startswith(("http://", "https://")):
@@ -65,18 +88,20 @@ class Client:
             with _OPENER.open(req, timeout=self.timeout) as resp:
                 return resp.read(), resp.headers  # case-insensitive lookups
         except urllib.error.HTTPError as exc:
-            raw = exc.read()
-            try:
-                message = json.loads(raw)["error"]
-            except (ValueError, KeyError, TypeError):
-                message = raw[:300].decode("utf-8", "replace") or exc.reason
-            raise ServiceError(exc.code, message) from None
+            raise ServiceError(exc.code, _error_message(exc)) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise GalahadError(f"cannot reach {self.url}: {reason}") from None
+        except http.client.HTTPException as exc:  # e.g. IncompleteRead: the server went away mid-answer
+            raise GalahadError(f"{self.url} broke off its answer: {type(exc).__name__}") from None
 
     def _json(self, method: str, path: str, body: Any = None) -> Any:
-        return json.loads(self._request(method, path, body)[0])
+        raw = self._request(method, path, body)[0]
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise GalahadError(f"{self.url}{path.split('?', 1)[0]} answered a body that is not JSON: "
+                               f"{_one_line(raw)!r}") from None
 
     def solve(self, problem: str, gold: str | None = None) -> dict:
         return self._json("POST", "/v1/solve", {"problem": problem, "gold": gold})

@@ -6,12 +6,25 @@ The job keeps draining the queue; between drains it polls for newly queued probl
 with a gold answer or `/v1/problems`). It resumes after a kill exactly as `galahad run` does: the catalog
 is the queue. `LearnerActor` only places it on the Ray cluster, where its generator and depositor actors
 start.
+
+`LearnerSupervisor` keeps one `LearnerActor` running: when it dies (its process killed, an error out of the
+job such as an OperationalError), the supervisor kills what is left of it (its process, so its run lock and
+its workers go with it), waits a backoff (1 s, doubling to 30 s; reset after a learner that ran a minute)
+and starts a new one, whose `__init__` reacquires the run lock (waiting for the dead one's to be dropped)
+and whose first drain resumes from the catalog. Its `state()` (running / starting / restarting with the
+last error's one line / stopped, the restart count, the learner's pid) is what `/readyz` and `/metrics`
+report; the replicas hold its handle.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import ray
 
@@ -56,3 +69,80 @@ class LearnerActor:
 
     def stop(self) -> None:
         self.job.stop()
+
+    def pid(self) -> int:
+        """This actor's process id (answered once `__init__` is done: the lock held, the workers started)."""
+        return os.getpid()
+
+
+FIRST_BACKOFF_S, MAX_BACKOFF_S = 1.0, 30.0
+HEALTHY_S = 60.0  # a learner that ran this long resets the backoff
+
+
+def one_line(exc: BaseException) -> str:
+    """A learner failure in one line: the job's own exception (`Type: first line`), or Ray's reason for a
+    dead actor (the last line of its message, which says how the process ended)."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(exc, ray.exceptions.RayTaskError) and isinstance(cause, BaseException):
+        exc = cause
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if isinstance(exc, ray.exceptions.RayError):  # Ray's last line, without its list of common causes
+        text = lines[-1].split(" Some common causes", 1)[0] if lines else ""
+    else:
+        text = lines[0] if lines else ""
+    return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class LearnerSupervisor:
+    """Starts `LearnerActor(*args, **kwargs)` and starts a new one each time it dies, until `stop()`.
+    An async actor: `state()` answers while `run()` waits on the learner. `learner_cls` (an actor class
+    with `pid`, `run` and `stop`) stands in for `LearnerActor` in tests."""
+
+    def __init__(self, args: tuple, kwargs: dict, first_backoff_s: float = FIRST_BACKOFF_S,
+                 max_backoff_s: float = MAX_BACKOFF_S, learner_cls=None):
+        self.args, self.kwargs = args, kwargs
+        self.learner_cls = learner_cls or LearnerActor
+        self.first_backoff_s, self.max_backoff_s = first_backoff_s, max_backoff_s
+        self.learner = None
+        self.stopping = asyncio.Event()
+        self.status: dict[str, Any] = {"state": "starting", "up": False, "restarts": 0, "last_error": None,
+                                       "last_error_at": None, "pid": None}
+
+    async def run(self) -> dict[str, Any]:
+        delay = self.first_backoff_s
+        while not self.stopping.is_set():
+            self.learner = self.learner_cls.options(num_cpus=0).remote(*self.args, **self.kwargs)
+            started = time.monotonic()
+            try:
+                pid = await self.learner.pid.remote()  # its __init__ is done: lock held, workers up
+                self.status.update(state="running", up=True, pid=pid)
+                await self.learner.run.remote()  # returns only once told to stop
+                if self.stopping.is_set():
+                    break
+                raise RuntimeError("the learner returned without being told to stop")
+            except Exception as exc:  # the learner's process died, or its job raised
+                if self.stopping.is_set():
+                    break
+                error = one_line(exc)
+                self.status.update(state="restarting", up=False, pid=None, last_error=error,
+                                   last_error_at=time.time(), restarts=self.status["restarts"] + 1)
+                ray.kill(self.learner)  # its process (holding the run lock) and, with it, its workers
+                self.learner = None
+                if time.monotonic() - started >= HEALTHY_S:
+                    delay = self.first_backoff_s
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), delay)
+                delay = min(2 * delay, self.max_backoff_s)
+        self.status.update(state="stopped", up=False)
+        return dict(self.status)
+
+    async def state(self) -> dict[str, Any]:
+        return dict(self.status)
+
+    async def stop(self, timeout_s: float = 5.0) -> None:
+        """Tell the learner to stop after its current drain; wait for that at most `timeout_s`."""
+        self.stopping.set()
+        if self.learner is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.learner.stop.remote(), timeout_s)

@@ -1,15 +1,17 @@
-"""Prometheus metrics: requests and latency per endpoint, answers and latency per answer path, and the
-learner's figures (queue depth, attempts, verified, deposited) read from the catalog at scrape time.
+"""Prometheus metrics: requests and latency per endpoint, answers and latency per answer path, solves in
+flight, the learner's figures (queue depth, attempts, verified, deposited) read from the catalog at scrape
+time, and the learner's health (`galahad_learner_up`, `galahad_learner_restarts_total`) read from its
+supervisor at scrape time (absent when the service runs without a learner).
 
-Each replica keeps its own registry; the catalog figures are global (the catalog is shared).
+Each replica keeps its own registry; the catalog and learner figures are global (one catalog, one learner).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -31,8 +33,25 @@ class _CatalogFigures:
             yield GaugeMetricFamily(name, doc, value=value)
 
 
+class _LearnerFigures:
+    """`learner_state()`: the supervisor's state (`up`, `restarts`), `{"state": "off"}` without a learner."""
+
+    def __init__(self, learner_state: Callable[[], dict]):
+        self.learner_state = learner_state
+
+    def collect(self):
+        s = self.learner_state()
+        if s.get("state") == "off":
+            return
+        yield GaugeMetricFamily("galahad_learner_up", "1 while the learner runs, 0 while it (re)starts or is "
+                                "unreachable", value=1 if s.get("up") else 0)
+        if "restarts" in s:
+            yield CounterMetricFamily("galahad_learner_restarts", "times the learner died and was started again",
+                                      value=s["restarts"])
+
+
 class Metrics:
-    def __init__(self, catalog_stats: Callable[[], dict]):
+    def __init__(self, catalog_stats: Callable[[], dict], learner_state: Callable[[], dict] | None = None):
         self.registry = CollectorRegistry()
         self.requests = Counter("galahad_requests", "HTTP requests", ["endpoint", "status"], registry=self.registry)
         self.latency = Histogram("galahad_request_seconds", "HTTP request latency", ["endpoint"],
@@ -40,7 +59,11 @@ class Metrics:
         self.answers = Counter("galahad_answers", "answers by path", ["path"], registry=self.registry)
         self.answer_latency = Histogram("galahad_answer_seconds", "solve latency by answer path", ["path"],
                                         buckets=BUCKETS, registry=self.registry)
+        self.solving = Gauge("galahad_solves_in_flight", "solves admitted by this replica (running or waiting "
+                             "for the engine)", registry=self.registry)
         self.registry.register(_CatalogFigures(catalog_stats))
+        if learner_state is not None:
+            self.registry.register(_LearnerFigures(learner_state))
 
     def request(self, endpoint: str, status: int, seconds: float) -> None:
         self.requests.labels(endpoint, str(status)).inc()

@@ -1,0 +1,134 @@
+"""`catalog.problems`: the problem rows and their keys.
+
+A problem is deduplicated by normalized text (its id is that text's hash, `problems.records.problem_hash`).
+Its key row (`problem_keys`: canonical key and numbers, from `problems/canonical.py`) is written with it;
+`ensure_keys` fills in (or recomputes, on a newer key version) the keys of problems added before, so
+lookups never miss a problem for want of its key. The status and lease columns are the work queue's
+(`catalog.queue`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, func, or_, select
+
+from galahad.flywheel.catalog.db import now
+from galahad.flywheel.catalog.part import PREFIX, Part, id_prefix, one, rows
+from galahad.flywheel.catalog.schema import TABLES
+from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.problems import canonical
+from galahad.flywheel.problems.records import problem_hash  # one definition of "the same problem"
+
+P, KEY = TABLES["problems"], TABLES["problem_keys"]
+
+
+def key_row(problem_id: str, text: str) -> dict[str, Any]:
+    return {"problem_id": problem_id, "key_version": canonical.KEY_VERSION,
+            "canonical_key": canonical.canonical_key(text), "numbers": canonical.numbers(text)[:500]}
+
+
+class Problems(Part):
+    # -- writes ------------------------------------------------------------------------------------
+
+    def add(
+        self, text: str, answer: str, source: str, topic: str, template: str | None = None,
+        external_id: str | None = None,
+    ) -> str:
+        """Idempotent by normalized-text hash; returns the problem id (= that hash)."""
+        return self.add_many([dict(text=text, answer=answer, source=source, topic=topic,
+                                   template=template, external_id=external_id)])[0]
+
+    def add_many(self, items: list[dict[str, Any]]) -> list[str]:
+        """Bulk `add` in one transaction: dicts with text, answer, source, topic[, template, external_id]."""
+        t = now()
+        new = []
+        for it in items:
+            if not isinstance(it.get("text"), str) or not it["text"].strip():
+                raise GalahadError("a problem needs non-empty text")
+            new.append(dict(
+                id=problem_hash(it["text"]), text=it["text"], answer=str(it["answer"]), source=it["source"],
+                topic=it["topic"], template=it.get("template"), external_id=it.get("external_id"),
+                gold_source=it.get("gold_source"),
+                status="pending", claimed_by=None, lease_until=None, claims=0, created_at=t, updated_at=t,
+            ))
+        keys = [key_row(r["id"], r["text"]) for r in {r["id"]: r for r in new}.values()]  # parsed outside the transaction
+        with self.write() as conn:
+            self.insert_ignore(conn, P, new)
+            self.insert_ignore(conn, KEY, keys)
+        return [r["id"] for r in new]
+
+    def ensure_keys(self) -> int:
+        """Key every problem that has no key of the current version; returns how many were (re)keyed."""
+        stale = (select(P.c.id, P.c.text).outerjoin(KEY, KEY.c.problem_id == P.c.id)
+                 .where(or_(KEY.c.problem_id.is_(None), KEY.c.key_version != canonical.KEY_VERSION)))
+        with self.engine.connect() as conn:
+            found = rows(conn.execute(stale))
+        if not found:
+            return 0
+        keys = [key_row(r["id"], r["text"]) for r in found]  # user text is parsed outside any transaction
+        with self.write() as conn:
+            conn.execute(delete(KEY).where(KEY.c.problem_id.in_([r["id"] for r in found])))
+            self.insert_ignore(conn, KEY, keys)
+        return len(found)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def by_hash(self, h: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            return one(conn.execute(select(P).where(P.c.id == h)))
+
+    def get(self, problem_id: str) -> dict[str, Any]:
+        """Like `by_hash`, but an unknown id raises."""
+        row = self.by_hash(problem_id)
+        if row is None:
+            raise GalahadError(f"unknown problem {str(problem_id)[:80]!r}")
+        return row
+
+    def by_ids(self, ids: list[str]) -> list[dict[str, Any]]:
+        """The rows of those problem ids that exist here (bundle import checks conflicts with them)."""
+        out: list[dict[str, Any]] = []
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), 500):
+                out += rows(conn.execute(select(P).where(P.c.id.in_(ids[i:i + 500]))))
+        return out
+
+    def find(
+        self, text: str | None = None, hash: str | None = None, topic: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """Problems matching all given filters: text (same normalized hash, or substring), hash (or a
+        prefix of at least 8 hex chars), topic (topic or template name)."""
+        conds = []
+        if text is not None:
+            conds.append(or_(P.c.id == problem_hash(text),
+                             func.lower(P.c.text).contains(text.lower(), autoescape=True)))
+        if hash is not None:
+            if not PREFIX.match(hash):
+                raise GalahadError(f"not a problem hash or prefix (8-64 lowercase hex chars): {hash[:80]!r}")
+            conds.append(id_prefix(P.c.id, hash))
+        if topic is not None:
+            conds.append(or_(P.c.topic == topic, P.c.template == topic))
+        stmt = select(P).where(*conds).order_by(P.c.created_at, P.c.id).limit(int(limit))
+        with self.engine.connect() as conn:
+            return rows(conn.execute(stmt))
+
+    def groups(self) -> list[dict[str, Any]]:
+        """One example text per (template, topic) among the catalog's problems (classifying a new one)."""
+        stmt = select(P.c.template, P.c.topic, func.min(P.c.text).label("text")).group_by(P.c.template, P.c.topic)
+        with self.engine.connect() as conn:
+            return rows(conn.execute(stmt))
+
+    def by_keys(self, keys: list[str]) -> list[dict[str, Any]]:
+        """Problems (any status) whose canonical key is one of `keys`: the golds a new one must agree with."""
+        if not keys:
+            return []
+        stmt = (select(P.c.id, P.c.text, P.c.answer, P.c.source, P.c.gold_source, KEY.c.canonical_key)
+                .join(KEY, KEY.c.problem_id == P.c.id).where(KEY.c.canonical_key.in_(sorted(set(keys))))
+                .order_by(P.c.created_at, P.c.id))
+        with self.engine.connect() as conn:
+            return rows(conn.execute(stmt))
+
+    def key(self, problem_id: str) -> dict[str, Any] | None:
+        """The problem's key row (key_version, canonical_key, numbers), or None."""
+        with self.engine.connect() as conn:
+            return one(conn.execute(select(KEY).where(KEY.c.problem_id == problem_id)))
