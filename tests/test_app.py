@@ -87,6 +87,7 @@ def test_a_waiting_acquire_gets_the_lock_when_its_holder_lets_go_else_fails_clos
 # --- the one learning job ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # `galahad run` and the service learner, each on a local Ray cluster
 def test_galahad_run_and_the_service_learner_start_the_same_learning_job(tmp_path, model_cache, monkeypatch,
                                                                          capsys):
     import ray

@@ -13,8 +13,26 @@ from fractions import Fraction
 
 import pytest
 
-from galahad.flywheel.problems import canonical, key_grammar, key_lexer, key_tree
+from galahad.flywheel.problems import canonical, key_frames, key_grammar, key_lexer, key_tree
 
+SEARCHED = [  # texts a hill-climbing search (by CPU time) found to cost the reader the most
+    ('what number is twice half of half of the square of minus square of the square of half of half of '
+     'one half of what number add one plus twice the square of half of one times one add the sum of 1 '
+     ', of one half of what must x so that , one of one hundred of half of the square of minus square '
+     'half'),
+    ('the product of the sum of the product of the sum of the product of the sum of the product of the '
+     'sum of the difference between the product of the sum of the product of the sum of 2 and half of '
+     '3 and 4 and 4 and 4 and 4 and twice 4 and 4 and 4 ( and one hundred and one and 4 and 4 and 4 / '
+     '4 and to th'),
+    ('what must x be so that the product of sum of product of the sum of the product of the sum of the '
+     'product of the sum of the difference between the product of the sum of the product of the sum of '
+     '2 and half of 3 and 4 and 4 and 4 and 4 and twice 4 and 4 and 4 ( and the difference between one '
+     'sum one h'),
+    ('the product of the sum of product of the sum of the product of the sum of the product of the sum '
+     'of the difference between the product of the sum of the product of sum of 2 and half of x and 4 '
+     'and 4 and 4 and 4 and twice 4 and 4 and 4 ( and point five hundred and one and 4 and the number '
+     '? 3 a numbe'),
+]
 HOSTILE = [
     "What is 10**10**10 // 3?", "What is 10**10**8 // 3?", "What is 10**10**6 // 3?", "What is 10^10^10?",
     "What is 2^(10^10)?", "What is 9^9^9^9?", "What is " + "(" * 100_000 + "1" + ")" * 100_000 + "?",
@@ -26,6 +44,9 @@ HOSTILE = [
     ("the product of the sum of " * 6 + "2 and 3" + " and 4" * 12),
     "What is the sum of " + " and ".join(["one hundred and one"] * 12) + "?",
     "x" * 20_000, "\ud800" * 10, "", " " * 300, "?" * 300, "=" * 299,
+    "Add " + " and ".join(["2"] * 60), "What is " + " divided by ".join(["3/4"] * 40) + "?",
+    "Solve for x: " + " plus ".join(["half of x"] * 8) + " = 3",
+    *SEARCHED,
 ]
 
 
@@ -72,6 +93,27 @@ def test_lexical_limits():
         with pytest.raises(key_lexer.Refuse):
             key_lexer.tokenize(bad)
     assert [t.value for t in key_lexer.tokenize("1,234.5")] == [Fraction(12345, 10)]
+
+
+def test_the_costliest_texts_found_hit_the_work_bound():
+    """The texts a search found to cost the most run into MAX_STEPS (their cost is steps, not time)."""
+    for text in SEARCHED:
+        assert canonical.reader_work(text) == key_grammar.MAX_STEPS + 1
+        assert canonical.canonical_key(text) is None
+
+
+def test_work_that_is_not_a_grammar_step_is_counted():
+    # flattening a sum of k terms, a list state with k items, an equation's normal form: more than 1 step
+    flat = canonical.reader_work("What is " + " + ".join(["1"] * 40) + "?")
+    assert flat > 40 * 3
+    eq = "Solve for x: " + " + ".join(["x"] * 30) + " = 3"
+    parse_only = [0]
+    key_frames.readings(key_lexer.tokenize(eq.lower()), parse_only)
+    assert canonical.reader_work(eq) > parse_only[0]  # + the normal form of the reading's trees
+    # "the difference between A and B" compares A and B only where both are short
+    assert canonical.value("What is the difference between 3 squared and 4?") == 5
+    long_a = "the product of " + " and ".join(["12345"] * 12)
+    assert canonical.canonical_key(f"What is the difference between {long_a} and 3?") is None
 
 
 def test_the_step_budget_refuses_instead_of_working_on(monkeypatch):

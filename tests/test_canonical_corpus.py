@@ -118,3 +118,13 @@ def test_coverage(corpus):
     assert all(r["key"] is not None for r in corpus if r["group"] == "builtin")
     refused = [r for r in corpus if r["group"] == "refused"]
     assert all(r["key"] is None for r in refused), [r["question"] for r in refused if r["key"]][:3]
+
+
+def test_normal_problems_stay_far_below_the_work_bound(corpus):
+    """The work bound (key_grammar.MAX_STEPS) refuses hostile texts; every generator problem needs a small
+    fraction of it, so lowering it never costs coverage silently (deterministic: steps, not time)."""
+    from galahad.flywheel.problems import key_grammar
+
+    work = max(canonical.reader_work(r["question"]) or 0 for r in corpus if r["group"] != "refused")
+    print(f"\nmost reader work on a generator problem: {work} steps (bound {key_grammar.MAX_STEPS})")
+    assert work <= key_grammar.MAX_STEPS // 5

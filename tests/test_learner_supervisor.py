@@ -1,7 +1,7 @@
 """The service's learner supervisor on a local Ray cluster, with a stand-in learner (no model): a learner whose
 job raises (an OperationalError, as a broken SQLite write gives) is killed and started again, the failure
 in one line, the count kept; `stop()` ends it. The real learner, killed by PID over HTTP, is in
-test_service.py (`test_a_killed_learner_is_restarted_with_its_failure_visible`)."""
+test_service.py (`test_a_killed_learner_restarts_visibly_and_a_killed_replica_answers_json`)."""
 
 from __future__ import annotations
 

@@ -58,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, name) < 1:
             raise GalahadError(f"--{name.replace('_', '-')} must be at least 1")
     cluster.prepare(args.model, args.address)  # pinned env, a local cluster on loopback, the model spec
+    if not args.address:  # Serve's own error responses as JSON: its proxy inherits this from the local cluster
+        from galahad.flywheel.service.proxy_errors import CALLBACK, ENV
+
+        os.environ.setdefault(ENV, CALLBACK)
     paths, catalog, store = storage(args, create=True)
     embedded = is_embedded(catalog.url, paths)
     if not args.no_learn and embedded:

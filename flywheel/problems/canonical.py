@@ -3,11 +3,12 @@
 `canonical_key(text)` is `e:<tree>` for an expression to evaluate, `q:<A>x<+B>` for a one-unknown linear
 equation, or None. The reader is SOUND (the same key means the same exact value, or for an equation the
 same solution set), TOTAL (every word and symbol of the text is accounted for, or there is no key) and
-BOUNDED (no evaluation while keying; deterministic work limits). It is its own tokenizer and all-parses
-recursive-descent parser (`key_lexer.py`, `key_parse.py`, `key_grammar.py`, `key_phrases.py`,
-`key_frames.py`, `key_tree.py`): a text with two readings whose keys differ gets no key, and so does a
-text with a reading marked doubtful (an ambiguity below). `value(text_or_key)` is the exact `Fraction` the key denotes
-(an equation's unique solution), computed under explicit size bounds, or None.
+BOUNDED (no evaluation while keying but the a >= b test of "the difference"; deterministic work limits:
+key_grammar.MAX_STEPS steps for a whole text, equations' normal forms included). It is its own tokenizer
+and all-parses recursive-descent parser (`key_lexer.py`, `key_parse.py`, `key_grammar.py`,
+`key_phrases.py`, `key_frames.py`, `key_tree.py`): a text with two readings whose keys differ gets no key,
+and so does a text with a reading marked doubtful (an ambiguity below). `value(text_or_key)` is the exact
+`Fraction` the key denotes (an equation's unique solution), computed under explicit size bounds, or None.
 
 Keys. An expression's key is its tree with `+`/`*` flattened and sorted, subtraction kept as `+(a,-(b))`,
 division as `*(a,/(b))`, `-` on a literal folded into it (`-3`), number words and decimals as exact
@@ -17,9 +18,16 @@ arrangement, any linear rewriting with the same solution (`x + 3 = 7`, `7 = 3 + 
 Non-linear equations, no or infinitely many solutions -> no key.
 
 Read (case-insensitive; `?`/`.` at the end optional):
-- numbers: digits, decimals, strict thousands groups (1,234), unary minus `-3`, "minus 3", "negative 3";
-  words zero..nineteen, tens, "twenty-one"/"twenty one", "(a|one..nine) hundred [and] ...", "a thousand",
-  "three thousand two hundred and five", million, billion; literals of at most 30 digits.
+- numbers: digits, decimals, leading-dot decimals (`.5`, after a space, an operator or the start),
+  strict thousands groups (1,234), unary minus `-3`, "minus 3", "negative 3"; words zero..nineteen, tens,
+  "twenty-one"/"twenty one", "(a|one..nine) hundred [and] ...", "a thousand", "three thousand two hundred
+  and five", million, billion; decimals in words ("zero point five", "three point two five": every digit
+  word after "point" is taken); fractions in words as exact rationals ("a half", "one half", "one-half",
+  "a quarter", "three quarters", "two thirds", "seven eighths", "five twelfths": singular after a/one,
+  plural after two..nineteen; never "second"); literals of at most 30 digits.
+- a symbolic fraction `3/4` (digits, unspaced) next to a word operator is ONE number: "3/4 divided by
+  2/3" is (3/4)/(2/3) = 9/8, "6 divided by 2/3" is 9, "3/4 squared" is 9/16, "2 to the power of 1/2" is
+  2^(1/2). Elsewhere standard precedence: `3/4^2` is 3/16, `1/2/3` is 1/6, `2^3/4` is 2 (see Refused).
 - symbols: + - * / ^ ** ( ) and x (spaced, no unknown), x · ÷ − – ² ³, implicit products `2x`, `3(x+1)`.
 - words: plus, add, minus, less, subtract, times, multiplied by, divided by, over, take away, increased/
   decreased/reduced by, A added to B, A subtracted from B, A more than B, A less/fewer than B (a product
@@ -27,8 +35,8 @@ Read (case-insensitive; `?`/`.` at the end optional):
   (of), raised to (the power of), to the Nth/fourth (power); the sum/total/product of A, B and C, the
   quotient of A and B, the quotient of A divided by B, the quotient when A is divided by B, the difference
   of/between A and B (A >= B only, see below), the square/cube/Nth power of A, twice/double/triple/thrice
-  A, (one) half of A, one-half of A, a/one third/quarter/fourth of A, 3/4 of A, the result of adding/
-  subtracting/multiplying/dividing/taking/... .
+  A, (one) half of A, one-half of A, a/one third/quarter/fourth of A, 3/4 of A, two thirds / three
+  quarters / one fifth of A, the result of adding/subtracting/multiplying/dividing/taking/... .
 - questions: What is / What's / How much is / Calculate / Compute / Evaluate(:) / Find / Work out /
   Determine / Solve / Simplify / Give / Tell me / What (is) the value|result of / Find the result of /
   ... E; "E = ?", "E =", "E equals (what)", "E is (what)", "What is E equal to?", "What does E equal?",
@@ -36,7 +44,7 @@ Read (case-insensitive; `?`/`.` at the end optional):
   please / can you) "Add (together) A and B", "Sum A and B", "Put together A and B", "Add A to B",
   "Subtract A from B", "Minus A from B", "Take (away) A (away) from B", "Multiply A by/and B", "Divide A by
   B", "Double / Triple / Halve / Square / Cube A", "Increase/Decrease/Reduce A by B", "Raise A to the power
-  of B", optionally followed by "What is left?" / "What do you get?" / "What is the total?" or "and tell me
+  of B", "Raise A to the third (power)", optionally followed by "What is left?" / "What do you get?" / "What is the total?" or "and tell me
   the result"; "What do you get / What is left when/if you <command>?", "What do you get by <gerund>?",
   "If you <command>, what do you get?"; no-math preambles and trailers
   ("State the final answer to the following arithmetic problem:", "Solve the following multiplication:",
@@ -45,7 +53,9 @@ Read (case-insensitive; `?`/`.` at the end optional):
   EQ", "Solve EQ", "Solve EQ for x", "Find / Determine / What is (the value of) x if/when/given/in the
   equation/that satisfies: EQ", "If / Given / Suppose EQ, what is / find / then x (= ?)", "EQ. What is x?",
   "EQ, x = ?", a bare "EQ", "What is the solution to EQ?", "What/Which value of x satisfies/makes EQ
-  (true)?", "For what value of x is EQ?", "For what value of x does A equal B?", "Let q = E. What is q?",
+  (true)?", "For what value of x is EQ?", "For what value of x does A equal B?", "What must/should x be/
+  equal so that/for/if EQ (to hold/to be true)?", "Let q = E. What is q?" ("Suppose q = E. What is q?"
+  is read as the equation q = E: the same answer, a `q:` key),
   "What number plus 7 gives/equals/is/makes 16?", "What number, when added to / multiplied by /
   subtracted from ... 5, gives 12?", "If a number plus 3 is 7, what is the number?", "Twice a number is
   10. What is the number?".
@@ -59,14 +69,22 @@ Refused as ambiguous (no key), and why:
 - open scopes that change the value: "the product of 2 and 3 plus 4", "twice 3 plus 4", "the sum of 2 and
   3 squared"; and number words whose "and" could also join list items with a different structure
   ("the sum of one hundred and five and three").
-- chained reversed words ("2 less than 5 less than 9"), a word chain after a word division ("8 divided by
-  2 times 4", "100 divided by 4 divided by 5"), implicit multiplication after a division or a power
-  ("6/2(1+2)", "1/2x", "2^3(4)"), a product BEFORE a reversed word ("3 times 4 more than 2"), the LAST
-  operand of a command or open word as an unbracketed chain ("multiply 2 by 3 + 4", "double 3 squared").
-- unary minus on a power ("-3^2", "negative 2 squared": the power_function generator means (-3)^2),
-  chained powers ("2^3^2", "3 squared squared").
+- chained reversed words ("2 less than 5 less than 9"), any operator after a word division ("8 divided
+  by 2 times 4", "8 divided by 2 * 4", "100 divided by 4 divided by 5"), implicit multiplication after a
+  division or a power ("6/2(1+2)", "1/2x", "2^3(4)"), a product BEFORE a reversed word ("3 times 4 more
+  than 2"), the LAST operand of a command or open word as an unbracketed chain ("multiply 2 by 3 + 4",
+  "double 3 squared").
+- unary minus on a power ("-3^2", "negative 2 squared", "-3/4 squared": the power_function generator
+  means (-3)^2), chained powers ("2^3^2", "3 squared squared").
+- a symbolic fraction whose grouping writers disagree on (key_grammar.Grammar.frac_mode): a word operator
+  on one side and a symbol that binds into it on the other ("6 divided by 2/3 * 4", "2 times 3/4^2",
+  "6 divided by 1/2/3"); a spaced symbol that binds into it ("1/2 / 3/4": 2/3 by its spacing, 1/24 by
+  precedence; "2 ^ 3/4", "3/4 ^ 2"); `÷` next to it ("6 ÷ 2/3": 1 or 9); "2^3/4 of 8"; a slash touching
+  a number word ("two/three", "6 divided by two/three").
+- a mixed number read as two list items in a product ("the product of two and a half and four": 4 as a
+  list, 10 as 2 1/2 * 4; "the product of 2 and 1/2 and 4"); sums are kept, the readings agree there.
 Refused as unsupported (no key): `!`, `%`/percent, mod, `//`, xor, bases and `0x10`, `1e5`, mixed numbers
-"2 1/2", "10 thousand", "twelve hundred", "twenty-ten", "6 to the 2", "x" as times in an equation or
+"2 1/2" / "one and a half", "3 quarters", "two point five million", "three point twenty five", "10 thousand", "twelve hundred", "twenty-ten", "6 to the 2", "x" as times in an equation or
 unspaced (`3x4`), commas that are not thousands groups, units, currency, any instruction that changes
 the answer (rounding, "in binary", "as a fraction"), inequalities, two unknowns, texts longer than
 MAX_CHARS, lone surrogates, NUL. `3,500` is read as the English thousands grouping (3500), never as a
@@ -88,7 +106,9 @@ from galahad.flywheel.problems import key_grammar, key_tree
 from galahad.flywheel.problems.key_frames import readings
 from galahad.flywheel.problems.key_lexer import Refuse, admissible, tokenize
 
-KEY_VERSION = "k2"  # k1 was the sympy reader; every stored key is recomputed (catalog.ensure_keys)
+# k1: the sympy reader; k2: read "3/4 divided by 2/3" as 3/4/2/3. A stored key of an older version is
+# recomputed (catalog.ensure_keys), so no key of a misread text survives.
+KEY_VERSION = "k3"
 MAX_CHARS = 300  # checked first: a longer text is no arithmetic one-liner, no key
 
 

@@ -27,6 +27,8 @@ from galahad.flywheel.problems.key_parse import (
     _items_key,
 )
 
+MAX_COMPARED_KEY_CHARS = 64  # "the difference between A and B" is keyed only where A's and B's keys are short
+
 
 class Phrases:
     """Mixed into Grammar: uses its E, lit, tick and tokens."""
@@ -95,6 +97,14 @@ class Phrases:
                 out += [(e2, Parse(T.mul(T.num(k), _closed(x)))) for e2, x in self.E(i + 1)]
         return out
 
+    def value_of(self, t: tuple):
+        """T.value, with the values of subtrees kept for this text and every new one ticked: the readings
+        of "the difference between A and B" share their subtrees, so evaluating them all is ~linear."""
+        before = len(self._values)
+        v = T.value(t, None, self._values)
+        self.tick(1 + len(self._values) - before)
+        return v
+
     def ordinal(self, i: int):
         """The power an ordinal at i names ('third', '3rd'), or None."""
         if i >= self.n:
@@ -105,9 +115,11 @@ class Phrases:
     def _two(self, head: str, a: tuple, b: tuple) -> tuple:
         if head == "quotient":
             return T.div(a, b)
-        # 'the difference of/between a and b': a - b or |a - b|; only where both readings agree (a >= b)
-        self.tick(1 + (len(a[1]) + len(b[1])) // 8)  # evaluating walks both trees
-        va, vb = T.value(a), T.value(b)
+        # 'the difference of/between a and b': a - b or |a - b|; only where both readings agree (a >= b),
+        # and only for small operands: comparing them is the one evaluation while keying, and stays cheap
+        if len(a[1]) + len(b[1]) > MAX_COMPARED_KEY_CHARS:
+            return T.doubt(T.sub(a, b))
+        va, vb = self.value_of(a), self.value_of(b)
         return _doubt_if(va is None or vb is None or va < vb, T.sub(a, b))
 
     def List(self, i):

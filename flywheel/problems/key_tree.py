@@ -123,16 +123,27 @@ def _pow(b: Fraction, e: Fraction) -> Fraction | None:
     return _small(b ** k)
 
 
-def value(t: tuple, x: Fraction | None = None) -> Fraction | None:
-    """The exact value of a tree (the unknown standing for `x`), or None when undefined or out of bounds."""
+def value(t: tuple, x: Fraction | None = None, memo: dict | None = None) -> Fraction | None:
+    """The exact value of a tree (the unknown standing for `x`), or None when undefined or out of bounds.
+    `memo` (key string -> value, for one `x`) keeps the values of subtrees already computed."""
     kind = t[0]
     if kind == "n":
         return t[2]
     if kind == "v":
         return x
+    if memo is not None:
+        if t[1] in memo:
+            return memo[t[1]]
+        memo[t[1]] = got = _value(t, x, memo)
+        return got
+    return _value(t, x, None)
+
+
+def _value(t: tuple, x: Fraction | None, memo: dict | None) -> Fraction | None:
+    kind = t[0]
     vals = []
     for a in args(t):
-        v = value(a, x)
+        v = value(a, x, memo)
         if v is None:
             return None
         vals.append(v)

@@ -12,9 +12,11 @@ threadpool has a thread for every request Serve may send a replica (`max_ongoing
 admits at most `max_queued_solves` solves at once (503 with Retry-After beyond), so reads and `/healthz`
 always have slots while the engine is busy. `/readyz` and `/metrics` report the learner's supervisor.
 
-Failures outside our app are Serve's own and are plain text: a replica that dies mid-request gives uvicorn's
-`500 Internal Server Error` from the proxy; no replica ready or the proxy's queue full gives a `503` with
-Serve's message. `Client` turns any non-JSON error body into a `ServiceError` with the status.
+Failures outside our app are answered by Serve's proxy, in plain text by Serve itself (a replica that dies
+mid-request: uvicorn's `500 Internal Server Error`; no replica ready or the queue full: `503` and Serve's
+message; a path before the app is deployed: `404`). On the local cluster `galahad serve` starts, the proxy
+runs `proxy_errors.JsonErrors`, which turns each into `{"error": ...}` with the same status; on a cluster
+joined with `--address` they stay plain text. `Client` turns any non-JSON error body into a `ServiceError`.
 """
 
 import json
@@ -22,6 +24,7 @@ import time
 from typing import Any
 
 import anyio.to_thread
+import ray
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -35,7 +38,7 @@ from galahad.flywheel.config import ServiceConfig
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.service.answering import Answering, NotFound, TooLarge
 from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResponse, SubmitResponse
-from galahad.flywheel.service.binding import keep_replica_grpc_on_loopback
+from galahad.flywheel.service.binding import LOOPBACK, bind_replica_grpc_to
 from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics
 from galahad.flywheel.service.security import authorized, caller_identity, is_loopback
 
@@ -147,8 +150,8 @@ class GalahadApi:
         from galahad.flywheel.catalog import Catalog
         from galahad.flywheel.config import Paths
 
-        if is_loopback(config.host):  # before Serve starts this replica's own gRPC server (after __init__)
-            keep_replica_grpc_on_loopback()
+        # before Serve starts this replica's own gRPC server (after __init__): loopback, or this node's address
+        bind_replica_grpc_to(LOOPBACK if is_loopback(config.host) else ray.util.get_node_ip_address())
         self.config, self.token = config, token
         self.learner = learner  # the learner's supervisor (`learner.LearnerSupervisor`), None with --no-learn
         self.solves = 0  # admitted solves; touched only on the event loop
@@ -164,8 +167,6 @@ class GalahadApi:
         seconds: call it from the threadpool."""
         if self.learner is None:
             return {"state": "off", "up": False}
-        import ray
-
         try:
             return ray.get(self.learner.state.remote(), timeout=LEARNER_STATE_TIMEOUT_S)
         except Exception as exc:

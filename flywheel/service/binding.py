@@ -10,9 +10,11 @@ starts an inter-deployment gRPC server on `[::]:0`, every interface, hard-coded 
 uses it (with `RAY_SERVE_USE_GRPC_BY_DEFAULT` off, its default, the proxy and handles reach replicas by Ray
 actor calls), but it listens, behind Ray's token interceptor.
 
-`keep_replica_grpc_on_loopback()` rewrites that bind to 127.0.0.1 in this replica's process. It must run
-in the replica before Serve starts that server: `GalahadApi.__init__` calls it (Serve runs `__init__`, then
-`_on_initialized`). It wraps the one function `_on_initialized` calls by its module-global name.
+`bind_replica_grpc_to(host)` rewrites that bind, in this replica's process, to `host`: 127.0.0.1 when the
+service serves on loopback, else the node's own address (the one Serve advertises for that port), never
+every interface. It must run in the replica before Serve starts that server: `GalahadApi.__init__` calls it
+(Serve runs `__init__`, then `_on_initialized`). It wraps the one function `_on_initialized` calls by its
+module-global name.
 """
 
 from __future__ import annotations
@@ -21,27 +23,27 @@ LOOPBACK = "127.0.0.1"
 ANY = ("[::]:", "0.0.0.0:")
 
 
-def loopback_address(address: str) -> str:
-    """`[::]:PORT` or `0.0.0.0:PORT` as `127.0.0.1:PORT`; any other address unchanged."""
-    if address.startswith(ANY):
-        return f"{LOOPBACK}:{address.rsplit(':', 1)[1]}"
-    return address
+def on_host(address: str, host: str) -> str:
+    """`[::]:PORT` or `0.0.0.0:PORT` as `HOST:PORT` (`[HOST]:PORT` for IPv6); any other address unchanged."""
+    if not address.startswith(ANY):
+        return address
+    port = address.rsplit(":", 1)[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def keep_replica_grpc_on_loopback() -> bool:
-    """Make this process's Serve replica bind its inter-deployment gRPC server to 127.0.0.1; False when this
-    Ray has no such hook (then the listening-socket test says which socket escaped)."""
+def bind_replica_grpc_to(host: str) -> bool:
+    """Make this process's Serve replica bind its inter-deployment gRPC server to `host` instead of every
+    interface; False when this Ray has no such hook (the listening-socket test then names the socket)."""
     from ray.serve._private import replica as serve_replica
 
     bind = getattr(serve_replica, "add_port_to_grpc_server", None)
     if bind is None:
         return False
-    if getattr(bind, "galahad_loopback", False):
-        return True
+    bind = getattr(bind, "galahad_original", bind)
 
-    def add_port_on_loopback(server, address: str):
-        return bind(server, loopback_address(address))
+    def add_port_on_host(server, address: str):
+        return bind(server, on_host(address, host))
 
-    add_port_on_loopback.galahad_loopback = True
-    serve_replica.add_port_to_grpc_server = add_port_on_loopback
+    add_port_on_host.galahad_original = bind
+    serve_replica.add_port_to_grpc_server = add_port_on_host
     return True
