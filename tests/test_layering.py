@@ -7,6 +7,11 @@
 - Only `flywheel/catalog/` (and `migrations/`) import SQLAlchemy: all SQL lives in the catalog.
 - Only `flywheel/cli/` imports the CLI; the application layer (`flywheel/app/`) imports neither the CLI
   nor the service.
+- The package map's one-way order, whole: `cli` -> `service` -> `app` -> `evals` | `learn` -> `memory` ->
+  `catalog` -> `workers` -> `problems` -> `artifacts` -> `kernels` | `verifier`: a package imports only
+  packages below it (never one beside it: `evals` and `learn` know nothing of each other). The shared
+  leaf modules `flywheel/config.py`, `errors.py` and `safe_json.py` may be imported from anywhere, and the
+  catalog may run its own `migrations/`.
 - `galahad rescore` recomputes scores in a process where importing torch fails.
 """
 
@@ -81,6 +86,42 @@ def test_only_the_cli_imports_the_cli_and_the_app_layer_sees_neither_cli_nor_ser
     relative = [str(p.relative_to(REPO)) for folder in ("flywheel", "bench") for p in (REPO / folder).rglob("*.py")
                 if any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(ast.parse(p.read_text())))]
     assert (outside, app, relative) == ([], [], [])
+
+
+ORDER = (("cli",), ("service",), ("app",), ("evals", "learn"), ("memory",), ("catalog",), ("workers",),
+         ("problems",), ("artifacts",), ("kernels", "verifier"))
+RANK = {name: i for i, level in enumerate(ORDER) for name in level}
+SHARED = {"config", "errors", "safe_json", "migrations"}
+
+
+def _package(name: str) -> str | None:
+    parts = name.split(".")
+    if parts[0] != "galahad" or len(parts) < 2:
+        return None
+    if parts[1] == "flywheel":
+        return parts[2] if len(parts) > 2 else None
+    return parts[1]
+
+
+def test_the_package_map_points_one_way():
+    bad = []
+    for folder in ("flywheel", "workers", "verifier", "kernels"):
+        for f, names in imports(folder).items():
+            parts = Path(f).parts
+            here = parts[1] if parts[0] == "flywheel" and len(parts) > 2 else parts[0]
+            if here not in RANK:
+                continue  # a shared leaf module (config, errors, safe_json)
+            for n in names:
+                there = _package(n)
+                if there is None or there == here or there in SHARED or there not in RANK:
+                    continue
+                if RANK[there] <= RANK[here]:  # above it, or beside it
+                    bad.append((f, n))
+    assert sorted(set(bad)) == []
+    assert set(RANK) | {"config", "errors", "safe_json"} >= {p.stem if p.is_file() else p.name for p in
+                                                           (REPO / "flywheel").iterdir()
+                                                           if p.suffix == ".py" and p.stem != "__init__" or
+                                                           (p.is_dir() and (p / "__init__.py").exists())}
 
 
 def test_rescore_runs_where_torch_cannot_be_imported():
