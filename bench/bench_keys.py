@@ -5,7 +5,8 @@
 "normal" is every problem of the public corpus (reasoning_gym basic_arithmetic in its four formats,
 simple_equations, chain_sum, decimal_chain_sum, products) plus the built-in families; "hostile" is towers,
 100,000 nested brackets, 20,000-char sums, lone surrogates, NUL, 5,000-digit numbers and texts built to
-maximize the reader's work (nested open-scope words, ambiguous lists). Each text is keyed with the cache
+maximize the reader's work (nested open-scope words, ambiguous lists, long lists and chains, and SEARCHED:
+the costliest texts a hill-climbing search by CPU time found; all of them run into MAX_STEPS). Each text is keyed with the cache
 bypassed; the per-text time is the best of `--repeats` runs (other load on a shared machine only adds).
 Coverage is the share of corpus problems that get a key; collisions are keys shared by problems whose
 generator answers differ (must be 0); value_differs_from_gold counts keyed problems whose exact value is

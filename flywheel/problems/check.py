@@ -11,14 +11,11 @@ torch-free and SQL-free.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.golds import check_gold, same_gold
-from galahad.flywheel.problems.records import Problem, problem_from_dict
-from galahad.flywheel.safe_json import BadJSON
-from galahad.flywheel.safe_json import loads as safe_loads
+from galahad.flywheel.problems.records import Problem, parse_line
 
 
 def gold_findings(problems: Sequence[Problem], places: Sequence[str]) -> list[str]:
@@ -57,13 +54,7 @@ def findings(lines: Iterable[str], name: str = "<input>") -> list[str]:
             continue
         where = f"{name}:{number}"
         try:
-            p = problem_from_dict(safe_loads(line), where)
-        except BadJSON as exc:
-            out.append(f"{where}: {exc}")
-            continue
-        except json.JSONDecodeError as exc:
-            out.append(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
+            p = parse_line(line, where)
         except GalahadError as exc:
             out.append(str(exc))
             continue

@@ -2,10 +2,12 @@
 English number words read as exact integers.
 
 Owns: the character whitelist, `tokenize` (numbers as exact `Fraction`s from their digits, with a digit
-bound; words; symbols, with glyphs unified), and `number_words` (cardinals up to the billions, every valid
-prefix of a run of number words). Everything here refuses (raises `Refuse`) rather than guesses: a comma
-between digits that is not strict thousands grouping, `3.4.5`, a literal of more than `MAX_DIGITS` digits,
-more than `MAX_TOKENS` tokens, a character outside the whitelist (lone surrogates and NUL included).
+bound, `.5` included where a number may start; words; symbols, with glyphs unified but `÷` kept apart
+from `/`), `number_words` (cardinals up to the billions, every valid prefix of a run of number words),
+`fraction_words` ("three quarters", "a half") and `point_digits` ("point two five"). Everything here
+refuses (raises `Refuse`) rather than guesses: a comma between digits that is not strict thousands
+grouping, `3.4.5`, `3..5`, `3 .5`, a literal of more than `MAX_DIGITS` digits, more than `MAX_TOKENS`
+tokens, a character outside the whitelist (lone surrogates and NUL included).
 Pure, stdlib-only, linear in the text's length.
 """
 

@@ -1,12 +1,14 @@
 """The key reader's word constructs: noun phrases, lists and commands, as a mixin of the Grammar.
 
 Owns "the sum/total/product of A, B and C", "the quotient of A and B", "the quotient when A is divided
-by B", "the difference of/between A and B" (a - b only where a >= b, where it agrees with |a - b|),
-"the square/cube/Nth power of A", "3/4 of A", "half of A", "a third of A", "twice/double/triple A",
-"the result of <gerund>", and the commands and gerunds ("add A and B", "add A to B", "subtract A from B",
-"take A away from B", "multiply A by B", "divide A by B", "increase A by B", "raise A to the power of B",
-"double A", ...). All of them are open-scope: their LAST operand's right end is unmarked, so it goes
-through `_closed` (an unbracketed chain there makes the reading doubtful).
+by B", "the difference of/between A and B" (a - b only where a >= b, where it agrees with |a - b|, and
+only for short A and B: comparing them is the one evaluation while keying), "the square/cube/Nth power
+of A", "3/4 of A", "two thirds of A", "half of A", "a third of A", "twice/double/triple A", "the result
+of <gerund>", and the commands and gerunds ("add A and B", "add A to B", "subtract A from B", "take A
+away from B", "multiply A by B", "divide A by B", "increase A by B", "raise A to the power of B", "raise
+A to the third power", "double A", ...). All of them are open-scope: their LAST operand's right end is
+unmarked, so it goes through `_closed` (an unbracketed chain there makes the reading doubtful). A list
+marks a whole number, 'and', a fraction ("two and a half"): a product of such a list gets no key.
 """
 
 from __future__ import annotations

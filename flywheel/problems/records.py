@@ -77,6 +77,17 @@ def problem_from_dict(obj: object, where: str = "problem") -> Problem:
     return Problem(**{name: values[name] for name in FIELDS})
 
 
+def parse_line(line: str, where: str) -> Problem:
+    """One JSONL line as a validated `Problem`; GalahadError naming `where` otherwise."""
+    try:
+        obj = safe_loads(line)
+    except BadJSON as exc:
+        raise GalahadError(f"{where}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise GalahadError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    return problem_from_dict(obj, where)
+
+
 def parse_numbered(lines: Iterable[str], name: str = "<input>") -> list[tuple[Problem, str]]:
     """(problem, "name:line") pairs from JSONL lines (blank lines skipped); all or nothing, ids unique."""
     out: list[tuple[Problem, str]] = []
@@ -85,13 +96,7 @@ def parse_numbered(lines: Iterable[str], name: str = "<input>") -> list[tuple[Pr
         if not line.strip():
             continue
         where = f"{name}:{number}"
-        try:
-            obj = safe_loads(line)
-        except BadJSON as exc:
-            raise GalahadError(f"{where}: {exc}") from None
-        except json.JSONDecodeError as exc:
-            raise GalahadError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        problem = problem_from_dict(obj, where)
+        problem = parse_line(line, where)
         if problem.id in seen:
             raise GalahadError(f"{where}: duplicate id {problem.id!r} (first on line {seen[problem.id]})")
         seen[problem.id] = number
