@@ -144,3 +144,53 @@ def test_run_refuses_a_file_with_a_wrong_or_conflicting_gold(tmp_path, model_cac
                           env=env, timeout=300)
     got = [json.loads(line) for line in keys.stdout.splitlines()]
     assert got[0]["key"] == got[1]["key"] is not None and got[2] == {"text": "What is 2 + 2!", "key": None}
+
+
+def test_problem_files_refuse_nul_and_lone_surrogates():
+    from galahad.flywheel.problems.records import problem_from_dict
+
+    for bad in ("What is 1 + 1?\x00", "What is 1 + 1?\ud800"):
+        with pytest.raises(GalahadError, match="NUL character or a lone surrogate"):
+            problem_from_dict({"id": "a", "problem": bad, "answer": "2", "topic": "t", "source": "s"}, "f:1")
+
+
+def test_the_client_drops_its_token_on_a_redirect_to_another_origin():
+    import http.server
+    import threading
+
+    from galahad.flywheel.service.client import Client, ServiceError
+
+    seen: list[str | None] = []
+
+    class Elsewhere(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.headers.get("Authorization"))
+            self.send_response(404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"error": "nothing here"}')
+
+        def log_message(self, *args):
+            pass
+
+    other = http.server.HTTPServer(("127.0.0.1", 0), Elsewhere)
+
+    class Redirector(Elsewhere):
+        def do_GET(self):
+            seen.append(self.headers.get("Authorization"))
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{other.server_port}/v1/catalog/stats")
+            self.end_headers()
+
+    home = http.server.HTTPServer(("127.0.0.1", 0), Redirector)
+    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in (home, other)]
+    for t in threads:
+        t.start()
+    try:
+        with pytest.raises(ServiceError, match="nothing here"):
+            Client(f"http://127.0.0.1:{home.server_port}", token="t" * 20).stats()
+        assert seen == ["Bearer " + "t" * 20, None]  # sent home, dropped for the other origin
+    finally:
+        for s in (home, other):
+            s.shutdown()
+            s.server_close()

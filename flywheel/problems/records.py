@@ -74,6 +74,8 @@ def problem_from_dict(obj: object, where: str = "problem") -> Problem:
             raise GalahadError(f"{where}: field {name!r} is empty")
         if len(value) > MAX_TEXT:
             raise GalahadError(f"{where}: field {name!r} is over {MAX_TEXT} characters")
+        if "\x00" in value or any("\ud800" <= ch <= "\udfff" for ch in value):
+            raise GalahadError(f"{where}: field {name!r} contains a NUL character or a lone surrogate")
     return Problem(**{name: values[name] for name in FIELDS})
 
 
