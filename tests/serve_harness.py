@@ -149,8 +149,9 @@ def listening_tcp(pids: list[int]) -> list[tuple[int, str, int]]:
 def seed_solution(data: Path, model: str, model_cache: Path, text: str, answer: str,
                   template: str = "seed", topic: str = "arith") -> str:
     """A verified, deposited solution in DATA's catalog and store, as the learner deposits one; its artifact id."""
+    from local_depositor import LocalDepositor
+
     from galahad.flywheel.catalog import problem_hash
-    from galahad.flywheel.learn.deposit import LocalDepositor
     from galahad.verifier.verifier import Verifier
     from galahad.workers.runtime import DEFAULT_RUNTIME
 

@@ -6,12 +6,13 @@ import os
 
 import pytest
 import ray
+from local_depositor import LocalDepositor
 
 from galahad.flywheel.artifacts.chain import load_chain
 from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.learn.background import BackgroundDeposits
-from galahad.flywheel.learn.deposit import LibraryDeposits, LocalDepositor
+from galahad.flywheel.learn.deposit import LibraryDeposits
 from galahad.flywheel.learn.loop import fetch_span, remote_prefill
 from galahad.flywheel.memory.libraries import library_name
 from galahad.workers.actors import start_depositor

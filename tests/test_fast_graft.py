@@ -6,6 +6,7 @@ import os
 
 import pytest
 import torch
+from decoding import prefill_decode
 
 from galahad.flywheel.artifacts.chain import load_chain
 from galahad.flywheel.artifacts.format import _view, decode, decode_checked
@@ -101,10 +102,10 @@ def test_serving_logits_match_recompute_and_decode_is_unchanged(engine, tmp_path
     got = engine.prefill(cache, query, start, last_only=True)
     assert got.shape[0] == 1 and torch.equal(ref, got)
     # decoding after the graft equals decoding after a fresh prefill, token for token
-    a = engine.decode(recall.graft(engine, store, art_id)[0], query, 41, 6)
+    a = prefill_decode(engine, recall.graft(engine, store, art_id)[0], query, 41, 6)
     fresh2 = engine.new_cache()
     engine.prefill(fresh2, prefix, 0)
-    assert engine.decode(fresh2, query, 41, 6).token_ids == a.token_ids
+    assert prefill_decode(engine, fresh2, query, 41, 6).token_ids == a.token_ids
     # one token of budget: the first token, without a wasted forward after it
-    one = engine.decode(recall.graft(engine, store, art_id)[0], query, 41, 1)
+    one = prefill_decode(engine, recall.graft(engine, store, art_id)[0], query, 41, 1)
     assert one.token_ids == a.token_ids[:1]

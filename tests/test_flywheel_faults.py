@@ -8,11 +8,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from local_depositor import LocalDepositor as Depositor
 
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.catalog import problem_hash as phash
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.learn.deposit import LocalDepositor as Depositor
 from galahad.workers.runtime import DEFAULT_RUNTIME
 
 GALAHAD = [sys.executable, "-m", "galahad.flywheel.cli.main"]

@@ -6,10 +6,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from local_depositor import LocalDepositor
+
 from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.catalog.bundle import export_bundle, import_bundle
-from galahad.flywheel.learn.deposit import LocalDepositor
 from galahad.flywheel.memory.solver import Solver
 from galahad.workers.runtime import DEFAULT_RUNTIME
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from decoding import prefill_decode
 
 from galahad.flywheel.artifacts.format import decode
 from galahad.flywheel.cli.main import main
@@ -58,11 +59,11 @@ def test_chain_graft_equals_fresh_prefill(engine, lengths):
     graft = engine.forward(restore(engine, arts), query, i)
     assert torch.equal(ref, graft) and _sha(ref) == _sha(graft)
     # decoding continues identically after the graft
-    a = engine.decode(restore(engine, arts), query, i, 6)
+    a = prefill_decode(engine, restore(engine, arts), query, i, 6)
     fresh2 = engine.new_cache()
     for seg, art in zip(segments, arts, strict=True):
         engine.prefill(fresh2, seg, art.meta.start)
-    assert engine.decode(fresh2, query, i, 6).token_ids == a.token_ids
+    assert prefill_decode(engine, fresh2, query, i, 6).token_ids == a.token_ids
 
 
 def test_shifted_graft_is_inexact_and_zero_shift_is_exact(engine):

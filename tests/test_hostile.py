@@ -561,8 +561,9 @@ def test_graft_decode_refuses_what_cannot_fit_the_context_window(model_cache):
     engine = Engine(load_model("tiny", model_cache, DEFAULT_RUNTIME), DEFAULT_RUNTIME)
     window = engine.loaded.context_window
     calls = []
-    real = engine.decode
-    engine.decode = lambda *a, **k: calls.append(1) or real(*a, **k)
+    for name in ("prefill", "forward"):
+        real = getattr(engine, name)
+        setattr(engine, name, lambda *a, _real=real, **k: calls.append(1) or _real(*a, **k))
     text = "What is 1 + 1? " * window  # far more tokens than the window
     with pytest.raises(GalahadError, match="context window"):
         graft_decode(engine, LocalStore("/nonexistent"), None, text, 8)

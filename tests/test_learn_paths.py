@@ -5,12 +5,12 @@ are not, and `solve`'s transfer path with template classification."""
 from __future__ import annotations
 
 import pytest
+from local_depositor import LocalDepositor as Depositor
 
 from galahad.flywheel.artifacts.chain import load_chain
 from galahad.flywheel.catalog import problem_hash
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.learn.deposit import LibraryDeposits
-from galahad.flywheel.learn.deposit import LocalDepositor as Depositor
 from galahad.flywheel.learn.loop import Flywheel, LoopConfig
 from galahad.flywheel.memory.libraries import library_name
 from galahad.workers.runtime import DEFAULT_RUNTIME

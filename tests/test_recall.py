@@ -12,12 +12,12 @@ import subprocess
 import sys
 
 import pytest
+from local_depositor import LocalDepositor
 
 from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.evals.spec import Spec, execute
-from galahad.flywheel.learn.deposit import LocalDepositor
 from galahad.flywheel.memory.compose import compose
 from galahad.flywheel.memory.solver import Solver
 from galahad.flywheel.problems import canonical
@@ -217,6 +217,10 @@ def test_eval_transfer_on_a_problem_file_end_to_end(memory, model_cache):
                 "output_sha256"} <= r.keys()
         if r["condition"] == "text":
             assert r["output_sha256"] == nearest[r["problem_id"]]
+        # `problem` is always the file's text; a recall path names what it decoded after the graft.
+        assert r["problem"] == {problem_hash(x["problem"]): x["problem"] for x in rows}[r["id"]] and "posed" not in r
+    key_hit = next(r for r in records if r["condition"] == "system" and r["overlap"] == "key")
+    assert key_hit["problem"] == "What is 4 + 3?" and key_hit["decoded"] in (None, "What is 3 + 4?")
     assert {r["overlap"] for r in records if r["problem_id"] == problem_hash("What is 4 + 3?")} == {"key"}
     for check in (["rescore", str(manifest)], ["replay", str(manifest), "--json"]):
         proc = subprocess.run([*cmd, *check], capture_output=True, text=True, env=env, timeout=900)

@@ -14,13 +14,13 @@ import subprocess
 import sys
 
 import pytest
+from local_depositor import LocalDepositor
 
 from galahad.flywheel.app.intake import GoldConflict, admit
 from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.config import ServiceConfig
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.learn.deposit import LocalDepositor
 from galahad.flywheel.memory.solver import Solver
 from galahad.flywheel.problems.records import Problem
 from galahad.flywheel.service.answering import Answering, NotFound, TooLarge
@@ -65,11 +65,11 @@ def test_near_misses_never_reach_a_learned_gold(memory):
     solver = Solver(dep.engine, catalog, store)
     for probe in PROBES:
         routes = list(solver.routes(probe))
-        assert all(r.gold is None for r in routes), (probe, [(r.path, r.asked) for r in routes])
+        assert all(r.gold is None for r in routes), (probe, [(r.path, r.decoded) for r in routes])
         assert all(r.path not in ("hash", "key") for r in routes), probe
         for r in routes:
             if r.path == "similar":  # a worked example: the asked question is decoded, never verified
-                assert r.asked == probe and r.matched_problem is not None
+                assert r.decoded == probe and r.matched_problem is not None
     # the learned problems themselves, and true paraphrases, do reach their gold
     assert [r.path for r in solver.routes("What is 3 + 4?")][:1] == ["hash"]
     assert [(r.path, r.gold) for r in solver.routes("Add 4 and 3.")][:1] == [("key", "7")]

@@ -3,11 +3,11 @@
 import hashlib
 
 import pytest
+from local_depositor import LocalDepositor as Depositor
 
 from galahad.flywheel.artifacts.chain import load_chain
 from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.catalog import problem_hash
-from galahad.flywheel.learn.deposit import LocalDepositor as Depositor
 from galahad.flywheel.memory.libraries import library_name
 from galahad.flywheel.problems import prompts
 from galahad.workers.generator import Generator

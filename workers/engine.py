@@ -182,16 +182,6 @@ class Engine:
         assert logits is not None
         return logits
 
-    def decode(self, cache: DynamicCache, prompt_ids: list[int], start: int, max_new_tokens: int,
-               **sampling) -> Decoded:
-        """Prefill the prompt after the cache's contents (last-position logits only), then `continue_decode`
-        (same keyword options)."""
-        t0, c0 = time.perf_counter(), time.process_time()
-        logits = self.prefill(cache, prompt_ids, start, last_only=True)[-1]
-        out = self.continue_decode(cache, logits, start + len(prompt_ids), max_new_tokens, **sampling)
-        out.seconds, out.cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
-        return out
-
     def continue_decode(
         self,
         cache: DynamicCache,

@@ -41,6 +41,14 @@ class Spec:
     max_tokens: int = BUDGETS.answer_tokens
     sample: int = 0
     recompute: bool = False  # the chain's tokens prefilled afresh instead of grafted (`text` condition)
+    # The question decoded after the graft when it is not `problem`: a recall path asks the matched problem's
+    # own question. `problem` is always the text that was asked of the system.
+    decoded: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The question rendered after the graft."""
+        return self.problem if self.decoded is None else self.decoded
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -51,7 +59,7 @@ def execute(engine, store, spec: Spec, meter=None) -> dict:
     from galahad.workers.telemetry import Stopwatch
 
     with Stopwatch(meter) as sw:
-        r = graft_decode(engine, store, spec.graft_tail, render(spec.problem, spec.prompt), spec.max_tokens,
+        r = graft_decode(engine, store, spec.graft_tail, render(spec.text, spec.prompt), spec.max_tokens,
                          temperature=spec.temperature, seed=spec.seed, recompute=spec.recompute)
     return _output(r, sw.result)
 
@@ -65,11 +73,11 @@ def sample_records(engine, store, verifier, specs: list[Spec], meter=None, until
     if not specs:
         return []
     first = specs[0]
-    if any((s.problem, s.prompt, s.graft_tail, s.recompute) != (first.problem, first.prompt, first.graft_tail,
-                                                                first.recompute) for s in specs):
+    if any((s.text, s.prompt, s.graft_tail, s.recompute) != (first.text, first.prompt, first.graft_tail,
+                                                             first.recompute) for s in specs):
         raise ValueError("samples of one context must share problem, prompt and memory")
     with Stopwatch(meter) as sw:
-        prepared = Prepared(engine, store, first.graft_tail, render(first.problem, first.prompt), first.recompute,
+        prepared = Prepared(engine, store, first.graft_tail, render(first.text, first.prompt), first.recompute,
                             first.max_tokens)
     shared, records = sw.result, []
     for i, spec in enumerate(specs):

@@ -56,9 +56,9 @@ def run(engine, catalog, store, verifier, problems: list[dict], cfg: FileTransfe
         meta = {"problem_id": pid, "overlap": solver.overlap(p["text"]), "source": p.get("source"),
                 "source_verified": _source_verified(catalog, p.get("source"))}
 
-        def spec(condition, prompt, tail, recompute=False, asked=None, max_tokens=cfg.max_tokens, _p=p, _id=pid):
-            return Spec(_id, condition, asked or _p["text"], _p["answer"], prompt, tail, 0.0, 0, max_tokens,
-                        recompute=recompute)
+        def spec(condition, prompt, tail, recompute=False, decoded=None, max_tokens=cfg.max_tokens, _p=p, _id=pid):
+            return Spec(_id, condition, _p["text"], _p["answer"], prompt, tail, 0.0, 0, max_tokens,
+                        recompute=recompute, decoded=None if decoded == _p["text"] else decoded)
 
         def record(s: Spec, _meta=meta) -> None:
             records.append({**make_record(engine, store, verifier, s, meter), **_meta})
@@ -84,14 +84,14 @@ def run(engine, catalog, store, verifier, problems: list[dict], cfg: FileTransfe
             continue
         tried = []
         for route in solver.routes(p["text"]):
-            s = spec("system", route.prompt, route.tail, asked=route.asked, max_tokens=route.max_tokens)
+            s = spec("system", route.prompt, route.tail, decoded=route.decoded, max_tokens=route.max_tokens)
             rec = make_record(engine, store, verifier, s, meter)
             tried.append(route.path)
             if route.gold is None or judge(verifier, route.gold, rec["output_text"])["verified"]:
                 break
-        # `problem` stays what was asked after the graft (the matched problem's own question on a recall
-        # path), so a replay re-runs this very spec; `posed` is the file's text.
-        records.append({**rec, **meta, "path": route.path, "routes_tried": tried, "posed": p["text"]})
+        # `problem` is the file's text, as in every record; `decoded` (in the spec) is the question asked
+        # after the graft when a recall path asks the matched problem's own, so a replay re-runs this spec.
+        records.append({**rec, **meta, "path": route.path, "routes_tried": tried})
         if progress:
             progress()
     return records

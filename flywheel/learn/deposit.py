@@ -10,11 +10,10 @@ is a callable, so the same logic drives a local `workers.Depositor` or a Ray act
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from galahad.flywheel.artifacts.store import BlobStore, LocalStore
+from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.errors import ChainConflict
 from galahad.flywheel.memory.libraries import library_name
@@ -113,16 +112,3 @@ class LibraryDeposits:
         req = DepositRequest(problem, library_name(problem), prompts.solution_segment(problem["text"], answer), {},
                              verification_id, answer)
         return self.commit_recall(req, self.prefill(*self.recall_call(req)))
-
-
-class LocalDepositor(LibraryDeposits):
-    """A depositor in this process (tests, benches): a `workers.Depositor` plus its catalog and store."""
-
-    def __init__(self, model: str, model_cache: str | os.PathLike, runtime, catalog_url: str,
-                 store_path: str | os.PathLike, chain_max_tokens: int | None = None):
-        from galahad.workers.depositor import Depositor
-
-        self.worker = Depositor(model, model_cache, runtime, store_path, chain_max_tokens)
-        self.engine = self.worker.engine
-        super().__init__(Catalog(catalog_url), LocalStore(store_path), self.worker.deposit,
-                         fingerprints=self.worker.fingerprints)

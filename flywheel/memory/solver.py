@@ -60,7 +60,7 @@ class Route:
 
     path: str
     tail: str | None
-    asked: str  # the question decoded after the graft: the matched problem's own, or the new one
+    decoded: str  # the question decoded after the graft: the matched problem's own, or the new one
     prompt: str  # "query" or "few-shot"
     max_tokens: int
     gold: str | None = None  # the matched problem's verified answer: a route is taken only if it verifies
@@ -178,7 +178,7 @@ class Solver:
         yield Route("base", None, text, "few-shot", self.base_max_tokens)
 
     def answer_route(self, route: Route) -> Answer:
-        r = graft_decode(self.engine, self.store, route.tail, render(route.asked, route.prompt), route.max_tokens)
+        r = graft_decode(self.engine, self.store, route.tail, render(route.decoded, route.prompt), route.max_tokens)
         ans = Answer(r.answer, route.path, len(r.output_token_ids), r.seconds, r.output_text, r.artifacts,
                      r.start, matched_problem=route.matched_problem)
         if route.gold is not None:  # a recall of this same problem (hash or key): checked against its gold
