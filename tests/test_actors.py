@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import ray
 from deadlines import wait_for
+from local_ray import local_ray as start_local_ray
 
 from galahad.flywheel.catalog import problem_hash
 from galahad.workers.actors import placement, start_generator
@@ -21,25 +22,9 @@ RT = DEFAULT_RUNTIME.with_(threads=1)
 @pytest.fixture(scope="module")
 def local_ray():
     # A fake GPU lets GPU scheduling be tested on a CPU machine; the model itself stays on the CPU.
-    # ...and stays on loopback (see flywheel/cmd_run.py). Ray reads this setting into a constant when it
-    # is imported, so the constant is set for the init and the env for the processes it spawns; both are
-    # restored after, or the multi-node tests' `ray start` would refuse a second node.
-    from ray._private import ray_constants
-
-    saved = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"), ray_constants.ENABLE_RAY_CLUSTER
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    ray_constants.ENABLE_RAY_CLUSTER = False
-    try:
-        ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    finally:
-        if saved[0] is None:
-            del os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"]
-        else:
-            os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = saved[0]
-        ray_constants.ENABLE_RAY_CLUSTER = saved[1]
-    assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
-    yield
-    ray.shutdown()
+    with start_local_ray(num_cpus=2, num_gpus=1):
+        assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
+        yield
 
 
 def test_placement_asks_for_gpus_only_when_the_cluster_has_them():

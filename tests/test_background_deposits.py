@@ -2,11 +2,11 @@
 prefill (neither a library deposit's nor its recall deposit's), consecutive deposits into one library chain
 onto each other, and a chain conflict is redone."""
 
-import os
 
 import pytest
 import ray
 from local_depositor import LocalDepositor
+from local_ray import local_ray as start_local_ray
 
 from galahad.flywheel.artifacts.chain import load_chain
 from galahad.flywheel.artifacts.store import LocalStore
@@ -23,21 +23,8 @@ RT = DEFAULT_RUNTIME.with_(threads=1)
 
 @pytest.fixture(scope="module")
 def local_ray():
-    from ray._private import ray_constants
-
-    saved = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"), ray_constants.ENABLE_RAY_CLUSTER
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    ray_constants.ENABLE_RAY_CLUSTER = False
-    try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    finally:
-        if saved[0] is None:
-            del os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"]
-        else:
-            os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = saved[0]
-        ray_constants.ENABLE_RAY_CLUSTER = saved[1]
-    yield
-    ray.shutdown()
+    with start_local_ray(num_cpus=2):
+        yield
 
 
 def _problem(text, answer, template="t-add"):

@@ -12,27 +12,15 @@ from pathlib import Path
 import pytest
 import ray
 from deadlines import wait_for
+from local_ray import local_ray as start_local_ray
 
 from galahad.flywheel.service.learner import LearnerSupervisor, one_line
 
 
 @pytest.fixture(scope="module")
 def local_ray():
-    from ray._private import ray_constants
-
-    saved = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"), ray_constants.ENABLE_RAY_CLUSTER
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # on loopback (see flywheel/app/cluster.py)
-    ray_constants.ENABLE_RAY_CLUSTER = False
-    try:
-        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    finally:
-        if saved[0] is None:
-            del os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"]
-        else:
-            os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = saved[0]
-        ray_constants.ENABLE_RAY_CLUSTER = saved[1]
-    yield
-    ray.shutdown()
+    with start_local_ray(num_cpus=1):
+        yield
 
 
 def test_one_line_names_the_jobs_own_error_or_rays_reason():

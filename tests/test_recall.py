@@ -12,16 +12,14 @@ import subprocess
 import sys
 
 import pytest
-from local_depositor import LocalDepositor
+from local_depositor import local_memory, verify_and_deposit
 
-from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.evals.spec import Spec, execute
 from galahad.flywheel.memory.compose import compose
 from galahad.flywheel.memory.solver import Solver
 from galahad.flywheel.problems import canonical
-from galahad.workers.runtime import DEFAULT_RUNTIME
 
 # -- canonical keys (pure) ---------------------------------------------------------------------------
 
@@ -79,19 +77,13 @@ def test_unrecognised_problems_get_no_key_and_numbers_are_a_multiset():
 
 @pytest.fixture()
 def memory(tmp_path, model_cache):
-    url = f"sqlite:///{tmp_path / 'catalog.sqlite3'}"
-    dep = LocalDepositor("tiny", model_cache, DEFAULT_RUNTIME, url, tmp_path / "store")
-    yield dep, dep.catalog, LocalStore(tmp_path / "store"), tmp_path
-    dep.catalog.close()
+    with local_memory(tmp_path, model_cache) as mem:
+        yield mem
 
 
 def learn(dep, catalog, text, answer, template="t", topic="arith"):
     """A verified problem deposited as the loop does it (library artifact + recall artifact)."""
-    pid = catalog.problems.add(text, answer, "test", topic, template)
-    attempt = catalog.runs.add_attempt(pid, None, "fp", {}, answer, 1, 0.0, 0.0)
-    vid = catalog.runs.add_verification(attempt, "test", True, "ok")
-    dep.deposit(catalog.problems.get(pid), answer, vid)
-    return pid
+    return verify_and_deposit(dep, catalog.problems.add(text, answer, "test", topic, template), answer)
 
 
 def test_each_verified_solution_is_also_its_own_root_recall_artifact(memory):

@@ -14,17 +14,15 @@ import subprocess
 import sys
 
 import pytest
-from local_depositor import LocalDepositor
+from local_depositor import local_memory, verify_and_deposit
 
 from galahad.flywheel.app.intake import GoldConflict, admit
-from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.config import ServiceConfig
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.memory.solver import Solver
 from galahad.flywheel.problems.records import Problem
 from galahad.flywheel.service.answering import Answering, NotFound, TooLarge
-from galahad.workers.runtime import DEFAULT_RUNTIME
 
 LEARNED = {"What is 9 - 3?": "6", "What is 2 + 3?": "5", "What is 4 + 3?": "7", "What is 10 - 4?": "6",
            "What is 6 * 2?": "12", "Solve for x: x + 2 = 5": "3", "What is 3 + 4?": "7", "Multiply 3 by 4.": "12",
@@ -43,19 +41,13 @@ def item(pid: str, text: str, answer: str, source: str = "test") -> Problem:
 
 @pytest.fixture()
 def memory(tmp_path, model_cache):
-    url = f"sqlite:///{tmp_path / 'catalog.sqlite3'}"
-    dep = LocalDepositor("tiny", model_cache, DEFAULT_RUNTIME, url, tmp_path / "store")
-    yield dep, dep.catalog, LocalStore(tmp_path / "store"), tmp_path
-    dep.catalog.close()
+    with local_memory(tmp_path, model_cache) as mem:
+        yield mem
 
 
 def learn(dep, catalog, text, answer):
     """A verified problem deposited as the loop does it (library artifact + recall artifact)."""
-    pid = admit(catalog, [item(text[:16], text, answer)], ["test"], "test")[0]
-    attempt = catalog.runs.add_attempt(pid, None, "fp", {}, answer, 1, 0.0, 0.0)
-    vid = catalog.runs.add_verification(attempt, "test", True, "ok")
-    dep.deposit(catalog.problems.get(pid), answer, vid)
-    return pid
+    return verify_and_deposit(dep, admit(catalog, [item(text[:16], text, answer)], ["test"], "test")[0], answer)
 
 
 def test_near_misses_never_reach_a_learned_gold(memory):

@@ -43,8 +43,8 @@ def _conflicts(catalog, problems: Sequence[Problem], places: Sequence[str], keys
 
 def admit(catalog, problems: Sequence[Problem], places: Sequence[str], given_by: str) -> list[str]:
     """Check and add a batch of problems; their ids. GalahadError (or GoldConflict) before any write."""
-    refuse_bad_golds(problems, places)
-    checks = [check_gold(p.problem, p.answer) for p in problems]
+    checks = [check_gold(p.problem, p.answer) for p in problems]  # each text read once
+    refuse_bad_golds(problems, places, checks)
     _conflicts(catalog, problems, places, [c.key for c in checks])
     return catalog.problems.add_many([
         dict(text=p.problem, answer=p.answer, source=p.source, topic=p.topic, template=p.template,

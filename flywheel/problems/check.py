@@ -5,7 +5,7 @@ a malformed line, a duplicate id, the same problem twice (same text hash or same
 golds that differ, and a gold that disagrees with the problem's computed value. `refuse_bad_golds`
 is what `galahad run --problems` and the service apply to a parsed batch: the first finding is a
 GalahadError naming its place, so a file with one wrong or conflicting gold is not started at all.
-Conflicts with problems already in the catalog are the intake's (`memory/intake.py`): this module is
+Conflicts with problems already in the catalog are the intake's (`app/intake.py`): this module is
 torch-free and SQL-free.
 """
 
@@ -14,16 +14,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.problems.golds import check_gold, same_gold
+from galahad.flywheel.problems.golds import GoldCheck, check_gold, same_gold
 from galahad.flywheel.problems.records import Problem, parse_line
 
 
-def gold_findings(problems: Sequence[Problem], places: Sequence[str]) -> list[str]:
-    """Wrong computable golds, and the same problem (hash or key) given two different golds."""
+def gold_findings(problems: Sequence[Problem], places: Sequence[str],
+                  checks: Sequence[GoldCheck] | None = None) -> list[str]:
+    """Wrong computable golds, and the same problem (hash or key) given two different golds. `checks`:
+    each problem's `check_gold`, where the caller has them already (each text is read once)."""
     out: list[str] = []
     first_by: dict[str, int] = {}
     for i, p in enumerate(problems):
-        checked = check_gold(p.problem, p.answer)
+        checked = checks[i] if checks is not None else check_gold(p.problem, p.answer)
         if checked.error:
             out.append(f"{places[i]}: {checked.error}")
         for ident in (f"hash:{p.hash}",) + ((f"key:{checked.key}",) if checked.key else ()):
@@ -36,8 +38,9 @@ def gold_findings(problems: Sequence[Problem], places: Sequence[str]) -> list[st
     return out
 
 
-def refuse_bad_golds(problems: Sequence[Problem], places: Sequence[str]) -> None:
-    found = gold_findings(problems, places)
+def refuse_bad_golds(problems: Sequence[Problem], places: Sequence[str],
+                     checks: Sequence[GoldCheck] | None = None) -> None:
+    found = gold_findings(problems, places, checks)
     if found:
         more = f" (and {len(found) - 1} more finding(s); see `galahad problems check`)" if len(found) > 1 else ""
         raise GalahadError(found[0] + more)
