@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from galahad.flywheel.artifacts.store import LocalStore, sha256_hex
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.catalog.fsck import fsck, gc
@@ -23,6 +25,8 @@ from galahad.flywheel.catalog.fsck import fsck, gc
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 import test_catalog_workers as W  # noqa: E402
+
+pytestmark = pytest.mark.slow  # many processes at once, kill -9: the slow tier
 
 PROCS, PER_PROC, SHARED = 8, 500, 50
 
