@@ -2,6 +2,12 @@
 
     python bench/bench_catalog.py                 # sizes 1e4 1e5 1e6, SQLite in a temp dir
     python bench/bench_catalog.py --sizes 10000 --url postgresql://postgres@127.0.0.1:5432/bench
+    python bench/bench_catalog.py --rows 1000000 --json     # a catalog of a million: lookups and routing
+
+`--rows N` builds N verified problems with recall rows, keys and shapes on SQLite and on PostgreSQL
+(`--pg`: a database of its own is created on that server and dropped after) and times lookups and the
+solver's routing with no model (`bench/catalog_million.py`); its last line is JSON
+{"rows", "lookup_p99_ms", "route_p99_ms", ...}: the worst p99 over both backends.
 
 Lookups go through the public API (`catalog.problems.by_hash`, `catalog.artifacts.get`: connection checkout,
 query, row -> dict), each timed alone; the table is grown in place between sizes with bulk Core inserts
@@ -108,15 +114,74 @@ def deposits(url: str, root: Path, n: int, label: str) -> dict[str, float]:
     return out
 
 
+def scale(args) -> int:
+    """`--rows N`: a catalog of N problems with recalls, keys and shapes, per backend; JSON last line."""
+    import uuid
+
+    import catalog_million as cm
+    from sqlalchemy import create_engine, make_url
+
+    rng = random.Random(0)
+    cm.check_closed_form(args.rows, rng)
+    out: dict = {"rows": args.rows, "load_avg_start": os.getloadavg(), "backends": {}}
+    for backend in args.backends.split(","):
+        with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+            admin, name = None, None
+            if backend == "sqlite":
+                url = f"sqlite:///{Path(tmp) / 'scale.sqlite3'}"
+            elif backend == "postgresql":
+                admin = create_engine(args.pg, isolation_level="AUTOCOMMIT")
+                name = f"galahad_bench_{uuid.uuid4().hex[:12]}"
+                with admin.connect() as conn:
+                    conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+                url = make_url(args.pg).set(database=name).render_as_string(hide_password=False)
+            else:
+                raise SystemExit(f"bench_catalog: error: unknown backend {backend!r} (sqlite, postgresql)")
+            try:
+                with Catalog(url) as cat:
+                    build_s = cm.build(cat, args.rows)
+                    print(f"{backend}: built {args.rows:,} problems (7 rows each) in {build_s:.1f} s", file=sys.stderr,
+                          flush=True)
+                    res = {"build_s": round(build_s, 1), **cm.measure(cat, args.rows, args.samples, rng)}
+                out["backends"][backend] = res
+                for part in ("lookups", "routes", "every_route"):
+                    for kind, q in res[part].items():
+                        print(f"  {backend} {part} {kind}: p50 {q['p50']:.3f} ms  p99 {q['p99']:.3f} ms  "
+                              f"(CPU p99 {q['cpu_p99']:.3f} ms)", file=sys.stderr)
+            finally:
+                if admin is not None:
+                    with admin.connect() as conn:
+                        conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                    admin.dispose()
+    out["load_avg_end"] = os.getloadavg()
+    out["lookup_p99_ms"] = max(b["lookup_p99_ms"] for b in out["backends"].values())
+    out["route_p99_ms"] = max(b["route_p99_ms"] for b in out["backends"].values())
+    if args.json not in (None, "-"):
+        Path(args.json).write_text(json.dumps(out, indent=2))
+    head = {k: out[k] for k in ("rows", "lookup_p99_ms", "route_p99_ms")}
+    print(json.dumps({**head, **{k: v for k, v in out.items() if k not in head}}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=None, help="build a catalog of N verified problems with recall "
+                    "rows, keys and shapes; time lookups and routing (last line: JSON)")
+    ap.add_argument("--backends", default="sqlite,postgresql", help="with --rows: comma-separated")
+    ap.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test",
+                    help="with --rows: a PostgreSQL server (a database of its own is created there and dropped)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--samples", type=int, default=5_000, help="timed lookups per size and kind")
     ap.add_argument("--deposits", type=int, default=1_000)
     ap.add_argument("--dir", default=None, help="work dir (default: a temp dir, removed after)")
     ap.add_argument("--url", default=None, help="catalog URL for the lookup part (default: SQLite in --dir)")
-    ap.add_argument("--json", default=None, help="also write the figures here")
+    ap.add_argument("--json", nargs="?", const="-", default=None,
+                    help="also write the figures here (with --rows, bare --json: the JSON last line only)")
     args = ap.parse_args(argv)
+    if args.rows is not None:
+        if args.rows < 1000:
+            ap.error("--rows must be at least 1000")
+        return scale(args)
     tmp = tempfile.TemporaryDirectory(dir=args.dir)
     root = Path(tmp.name)
     url = args.url or f"sqlite:///{root / 'bench.sqlite3'}"
@@ -146,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| deposit (SQLite catalog on disk, WAL) | rows/s |\n|---|---:|")
     for k, v in results["deposit_rows_per_s"].items():
         print(f"| {k} | {v:,.0f} |")
-    if args.json:
+    if args.json not in (None, "-"):
         Path(args.json).write_text(json.dumps(results, indent=2, default=str))
     tmp.cleanup()
     return 0

@@ -1,14 +1,17 @@
 """`galahad serve` under load: 32 concurrent clients, recurrence hits and misses, against the default model.
 
 Usage: nice -n 10 .venv/bin/python bench/bench_serve.py [--model gemma3-270m] [--clients 32] [--seconds 60]
-       [--single-seconds 30] [--hits 6] [--misses 6] [--json]
+       [--single-seconds 30] [--hits 6] [--misses 6] [--reps 3] [--no-load] [--json]
+(`--no-load`: only the single-client comparisons of 1., not the load phases 2. and 3.)
 
 Set-up: a fresh data dir seeded with verified, deposited solutions for `--hits` problems of distinct templates
 (one library each, deposited through the depositor as the learner does); `--misses` problems of the same
 families are not in memory. The service runs with `--no-learn` (one answering replica): this measures
 answering, not learning. Measured side by side in one run:
   1. single client, recurrence hit over HTTP vs the same answer computed in this process by the same code
-     (`Solver.recurrence`: catalog lookup, chain load + restore, query forward, decode, verify), interleaved;
+     (`Solver.recurrence`: catalog lookup, chain load + restore, query forward, decode, verify), interleaved,
+     and the same hit through the OpenAI-compatible `/v1/chat/completions` vs `/v1/solve` (which goes first
+     alternates by rep): `hit_chat_over_solve`;
   2. one client looping hits and misses for `--single-seconds`: requests/s;
   3. `--clients` clients doing the same for `--seconds`: requests/s, p50/p99 per answer path, errors.
 The last line with --json is one JSON object.
@@ -45,9 +48,11 @@ def pick(n_hits: int, n_misses: int) -> tuple[list, list]:
     return hits, rest[:n_misses]
 
 
-def post(url: str, text: str) -> tuple[float, dict]:
-    req = urllib.request.Request(url + "/v1/solve", data=json.dumps({"problem": text}).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
+def post(url: str, text: str, model: str | None = None) -> tuple[float, dict]:
+    """`/v1/solve`, or with `model` the same problem as one user message to `/v1/chat/completions`."""
+    body = {"problem": text} if model is None else {"model": model, "messages": [{"role": "user", "content": text}]}
+    req = urllib.request.Request(url + ("/v1/solve" if model is None else "/v1/chat/completions"), method="POST",
+                                 data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     t0 = time.perf_counter()
     with urllib.request.urlopen(req, timeout=900) as r:
         body = json.loads(r.read())
@@ -100,6 +105,7 @@ def main() -> int:
     ap.add_argument("--hits", type=int, default=6)
     ap.add_argument("--misses", type=int, default=6)
     ap.add_argument("--reps", type=int, default=3, help="interleaved reps of the hit-vs-in-process comparison")
+    ap.add_argument("--no-load", action="store_true", help="skip the load phases (1 and 32 clients)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -138,20 +144,31 @@ def main() -> int:
                 recurring.append(p)
         if not recurring:
             sys.exit("no seeded problem is answered by recurrence: nothing to compare")
-        http_s, local_s, tokens = [], [], []
-        for _ in range(args.reps):
+        for p in recurring:  # warm the chat route too
+            post(server.url, p.problem, args.model)
+        http_s, local_s, chat_s, tokens, outside = [], [], [], [], {"solve": [], "chat": []}
+        for r in range(args.reps):
             for p in recurring:
                 t = time.perf_counter()
                 ans = solver.recurrence(p.problem)
                 local_s.append(time.perf_counter() - t)
-                dt, body = post(server.url, p.problem)
-                http_s.append(dt)
-                tokens.append(body["decode_tokens"])
-                assert body["path"] == "hash" and ans.answer == body["answer"], (body, ans)
+                for route in ((None, args.model) if r % 2 == 0 else (args.model, None)):
+                    dt, body = post(server.url, p.problem, route)
+                    seconds = body["seconds"] if route is None else body["galahad"]["seconds"]
+                    outside["solve" if route is None else "chat"].append(dt - seconds)  # HTTP + routing + protocol
+                    if route is None:
+                        http_s.append(dt)
+                        tokens.append(body["decode_tokens"])
+                        assert body["path"] == "hash" and ans.answer == body["answer"], (body, ans)
+                    else:
+                        chat_s.append(dt)
+                        assert body["galahad"]["path"] == "hash", body
+                        assert body["choices"][0]["message"]["content"] == ans.answer, (body, ans)
         texts = [t for pair in zip([p.problem for p in recurring] * len(misses), [m.problem for m in misses] *
                                    len(recurring), strict=True) for t in pair]
-        single = load(server.url, texts, 1, args.single_seconds)
-        many = load(server.url, texts, args.clients, args.seconds)
+        idle = {"skipped": "--no-load", "req_per_s": 0.0, "errors": 0}
+        single = idle if args.no_load else load(server.url, texts, 1, args.single_seconds)
+        many = idle if args.no_load else load(server.url, texts, args.clients, args.seconds)
     finally:
         server.stop()
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
@@ -162,12 +179,19 @@ def main() -> int:
         "hit_in_process_median_s": round(statistics.median(local_s), 4),
         "hit_http_over_in_process": round(statistics.median(http_s) / statistics.median(local_s), 3),
         "hit_decode_tokens_max": max(tokens), "hit_pairs": len(http_s),
+        "hit_chat_median_s": round(statistics.median(chat_s), 4),
+        "hit_chat_over_solve": round(statistics.median(chat_s) / statistics.median(http_s), 3),
+        "hit_chat_over_solve_paired_median": round(statistics.median(c / h for c, h in zip(chat_s, http_s,
+                                                                                           strict=True)), 3),
+        # each request's time outside the solver (its own `seconds`): Serve, HTTP, parsing, shaping the reply
+        "hit_outside_solver_median_ms": {k: round(1000 * statistics.median(v), 1) for k, v in outside.items()},
         "single": single, "concurrent": many,
-        "concurrent_over_single_req_per_s": round(many["req_per_s"] / single["req_per_s"], 3),
+        "concurrent_over_single_req_per_s": None if args.no_load else round(many["req_per_s"] / single["req_per_s"], 3),
         "uptime": uptime,
     }
     print(f"recurrence hit: HTTP {out['hit_http_median_s']:.3f} s vs in-process {out['hit_in_process_median_s']:.3f} s "
-          f"(x{out['hit_http_over_in_process']}); 1 client {single['req_per_s']:.2f} req/s, {args.clients} clients "
+          f"(x{out['hit_http_over_in_process']}); the same hit via /v1/chat/completions {out['hit_chat_median_s']:.3f} s "
+          f"(x{out['hit_chat_over_solve']} /v1/solve); 1 client {single['req_per_s']:.2f} req/s, {args.clients} clients "
           f"{many['req_per_s']:.2f} req/s (x{out['concurrent_over_single_req_per_s']}), errors {many['errors']}",
           file=sys.stderr)
     print(json.dumps(out) if args.json else json.dumps(out, indent=1))

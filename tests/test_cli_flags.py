@@ -72,6 +72,15 @@ def test_run_and_serve_accept_and_refuse_the_same_values(flag, values, capsys):
     capsys.readouterr()
 
 
+def test_the_solve_queue_limit_takes_zero_to_half_the_request_slots(capsys):
+    half = DEFAULTS.service.max_ongoing_requests // 2
+    got = {v: _outcome("serve", "--max-queued-solves", v) for v in ["0", "1", str(half), str(half + 1), "-1", "x"]}
+    assert got == {"0": 0, "1": 1, str(half): half, str(half + 1): ("refused", 2), "-1": ("refused", 2),
+                   "x": ("refused", 2)}
+    assert build_parser().parse_args(["serve"]).max_queued_solves == DEFAULTS.service.max_queued_solves
+    capsys.readouterr()
+
+
 def test_run_and_serve_share_one_declaration_of_the_learner_flags():
     run, serve = _subparser("run"), _subparser("serve")
     for dest in SHARED:

@@ -49,12 +49,17 @@ class LearningJob:
         from galahad.workers.actors import start_workers
         from galahad.workers.runtime import DEFAULT_RUNTIME
 
-        self.catalog, self.config, self.lock = catalog, config, lock
+        self.catalog, self.store, self.config, self.lock = catalog, store, config, lock
         if lock is not None:
             catalog.queue.release_all()  # claims left by a killed local job: we hold the lock, so they are stale
         self.generators, self.depositor, self.fingerprint = start_workers(
             workers.model, workers.model_cache, DEFAULT_RUNTIME, workers.device, workers.generators,
             str(store.root), workers.chain_max_tokens)
+        from galahad.workers.runtime import runtime_facts, runtime_fingerprint
+
+        # The facts behind the depositor's runtime fingerprint (pinned like this process by `cluster.start`),
+        # so that on another machine a foreign artifact's difference can be named (`catalog.runtimes`).
+        catalog.runtimes.record(runtime_fingerprint(DEFAULT_RUNTIME), runtime_facts(DEFAULT_RUNTIME))
         self.run_id = catalog.runs.start({"model": workers.model, "model_fingerprint": self.fingerprint,
                                          "generators": workers.generators, **(run_info or {}),
                                          "loop": asdict(config)})
@@ -80,6 +85,10 @@ class LearningJob:
         `limit`); returns when the queue is empty. A failed deposit ends it with its one-line reason."""
         tally = self.wheel.run(self.run_id, on_progress)
         self.drains += 1
+        if self.config.store_budget is not None:  # the disk budget: least recently grafted blobs go first
+            from galahad.flywheel.catalog.evictions import evict
+
+            evict(self.catalog, self.store, self.config.store_budget)
         return tally
 
     def run_until_stopped(self, poll_seconds: float) -> Tally:

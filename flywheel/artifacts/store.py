@@ -2,7 +2,9 @@
 
 Backends sit behind `BlobStore` so an object store can follow the local/shared-filesystem one. A blob is
 durable (fsync'd file and directory) before `put` returns, so a catalog row committed after `put` never
-points at missing or partial bytes.
+points at missing or partial bytes. `LocalStore` keeps what it has read and hash-checked in a RAM tier
+(`ram_tier.py`): a repeated `get_checked` of an unchanged file (same device, inode, size, mtime_ns, ctime_ns) reads
+and hashes nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from galahad.flywheel.artifacts.ram_tier import RamTier, identity, settled
 from galahad.flywheel.errors import GalahadError, IntegrityError
 
 _ID = re.compile(r"^[0-9a-f]{64}$")
@@ -55,6 +58,12 @@ def _open_regular(path: Path, limit: int, what: str, expected: int | None = None
     """(fd, size) of a regular file that is not a symlink, opened without blocking (a FIFO never hangs);
     a FIFO, a device, a symlink, a size other than `expected` or above `limit` is refused before anything
     is read. The caller owns the fd."""
+    fd, st = _open_regular_stat(path, limit, what, expected)
+    return fd, st.st_size
+
+
+def _open_regular_stat(path: Path, limit: int, what: str, expected: int | None = None) -> tuple[int, os.stat_result]:
+    """`_open_regular`, with the opened file's own `fstat` (its identity, for the RAM tier)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -74,7 +83,7 @@ def _open_regular(path: Path, limit: int, what: str, expected: int | None = None
     except BaseException:
         os.close(fd)
         raise
-    return fd, st.st_size
+    return fd, st
 
 
 def read_regular(path: Path, limit: int, what: str, expected: int | None = None) -> bytes:
@@ -179,8 +188,14 @@ def atomic_write(path: Path, data: bytes) -> None:
 class LocalStore(BlobStore):
     """Files under `root/ab/cd/<id>`; works the same on a shared filesystem path for scale-out."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, ram_tier_bytes: int | None = None):
+        """`ram_tier_bytes`: the RAM tier's budget (default `StoreConfig.ram_tier_bytes`; 0: no tier)."""
         self.root = Path(root)
+        if ram_tier_bytes is None:
+            from galahad.flywheel.config import DEFAULTS
+
+            ram_tier_bytes = DEFAULTS.store.ram_tier_bytes
+        self.ram = RamTier(ram_tier_bytes)
 
     def path(self, blob_id: str) -> Path:
         check_id(blob_id)
@@ -226,12 +241,30 @@ class LocalStore(BlobStore):
         MAX_BLOB_BYTES or than the `size` a row declares, a size change or a hash mismatch is refused
         (the size checks before anything is allocated). The buffer is immutable `bytes`: what was hashed is
         what the tensors hold. (Measured in the engine's process on a 41 MB artifact: a plain read reuses
-        freed pages and costs the floor; a zero-filled bytearray added ~10 ms, fresh anonymous pages ~20 ms.)"""
+        freed pages and costs the floor; a zero-filled bytearray added ~10 ms, fresh anonymous pages ~20 ms.)
+
+        RAM tier: a blob this store already read and checked is served from memory while its file's
+        identity (one `lstat`: device, inode, size, mtime_ns, ctime_ns) is what it was when read; a changed, replaced
+        or missing file is read (and hash-checked, so refused if corrupted) as if never seen."""
+        path = self.path(blob_id)
+        if self.ram.capacity:
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                self.ram.drop(blob_id)  # evicted or deleted: nothing is served from memory
+                raise BlobMissing(f"blob {blob_id[:16]} is missing from the store {self.root}") from None
+            except OSError:
+                st = None
+            if st is not None and stat.S_ISREG(st.st_mode) and (size is None or st.st_size == size):
+                hit = self.ram.get(blob_id, identity(st))
+                if hit is not None:
+                    return hit
         try:
-            fd, size = _open_regular(self.path(blob_id), MAX_BLOB_BYTES,
-                                     f"blob {blob_id[:16]} in the store {self.root}", size)
+            fd, st = _open_regular_stat(path, MAX_BLOB_BYTES, f"blob {blob_id[:16]} in the store {self.root}", size)
         except BlobMissing:
+            self.ram.drop(blob_id)
             raise BlobMissing(f"blob {blob_id[:16]} is missing from the store {self.root}") from None
+        size = st.st_size
         with os.fdopen(fd, "rb", buffering=0) as f:
             data = f.read(size + 1) if size else b""
             while 0 < len(data) < size:  # a short read (a signal): rare, so the copy is too
@@ -243,8 +276,12 @@ class LocalStore(BlobStore):
                 raise IntegrityError(f"blob {blob_id[:16]} changed size while it was read")
         actual = hashlib.sha256(data).hexdigest()
         if actual != blob_id:
+            self.ram.drop(blob_id)
             raise IntegrityError(f"blob {blob_id[:16]} is corrupted: its bytes hash to {actual[:16]}")
-        return Checked(blob_id, data)
+        checked = Checked(blob_id, data)
+        if self.ram.capacity and settled(st):  # kept under the identity of the file these bytes came from
+            self.ram.put(blob_id, identity(st), checked, len(data))
+        return checked
 
     def has(self, blob_id: str) -> bool:
         try:
@@ -253,6 +290,7 @@ class LocalStore(BlobStore):
             return False
 
     def delete(self, blob_id: str) -> None:
+        self.ram.drop(blob_id)
         try:
             self.path(blob_id).unlink()
         except FileNotFoundError:

@@ -49,6 +49,7 @@ def _artifact_row(artifact_id: str, meta, size: int, verification_id: str | None
         token_end=meta.end, n_tokens=len(meta.token_ids), size=size, model_fingerprint=meta.model_fingerprint,
         runtime_fingerprint=meta.runtime_fingerprint, dtype=meta.dtype, layer_kinds=list(meta.layer_kinds),
         token_ids=list(meta.token_ids), location=location, created_at=created_at,
+        extra=dict(meta.extra),  # the rest of the header: the row alone rebuilds the blob (migration 0004)
     )
 
 

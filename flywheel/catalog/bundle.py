@@ -6,7 +6,9 @@ always makes the same bundle bytes):
     manifest.json          {"format", "tables": {table: [rows]}, "blobs": {id: size}}
     blobs/<sha256>         each artifact's bytes
 The rows are the artifacts, their ancestors, their provenance (verification, attempt, problem, run) and
-library entries. Every id is content-derived or a UUID, so rows keep their ids on any catalog; only an
+library entries, and (format 2, `bundle_memory.py`) the rest of memory: recall rows, problem keys and
+runtime facts, so an import answers recurrences by hash and key with no run in between. Format-1 bundles
+still import. Every id is content-derived or a UUID, so rows keep their ids on any catalog; only an
 artifact's `location` (which store holds it) is machine-local and is rewritten on import.
 
 Import validates everything before writing anything: member names (no traversal, no links), every blob's
@@ -38,6 +40,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from galahad.flywheel.artifacts.format import MAX_HEADER, read_meta, verify_tensors
 from galahad.flywheel.artifacts.store import MAX_BLOB_BYTES, BlobStore, sha256_hex, shareable
 from galahad.flywheel.catalog import PUT_THREADS, Catalog, store_location
+from galahad.flywheel.catalog.bundle_memory import (
+    LOCAL_ARTIFACT,
+    MEMORY,
+    check_memory,
+    recall_artifacts,
+    select_memory,
+    upgrade_v1_row,
+)
 from galahad.flywheel.catalog.db import WRITE
 from galahad.flywheel.catalog.fsck import header_columns, row_mismatch
 from galahad.flywheel.catalog.schema import TABLES
@@ -45,9 +55,10 @@ from galahad.flywheel.errors import GalahadError, IntegrityError
 from galahad.flywheel.problems.records import problem_hash
 from galahad.flywheel.safe_json import loads as safe_loads
 
-FORMAT = "galahad-bundle/1"
-ORDER = ("problems", "runs", "attempts", "verifications", "artifacts", "libraries", "library_entries")
-LOCAL_COLUMNS = {"artifacts": {"location"}}
+FORMAT = "galahad-bundle/2"
+FORMATS = ("galahad-bundle/1", FORMAT)  # what import reads
+ORDER = ("problems", "runs", "attempts", "verifications", "artifacts", "libraries", "library_entries", *MEMORY)
+LOCAL_COLUMNS = {"artifacts": set(LOCAL_ARTIFACT)}
 _BLOB = re.compile(r"^blobs/([0-9a-f]{64})$")
 _HEX = {"problems": 64, "artifacts": 64, "runs": 32, "attempts": 32, "verifications": 32}
 MAX_MANIFEST = 256 << 20
@@ -66,6 +77,7 @@ def _to_json(table: str, row: dict[str, Any]) -> dict[str, Any]:
 
 def _from_json(table: str, row: Any) -> dict[str, Any]:
     cols = _columns(table)
+    row = upgrade_v1_row(table, row)
     if isinstance(row, dict) and table == "problems" and "gold_source" not in row:
         row = {**row, "gold_source": None}  # bundles written before migration 0003: provenance unknown
     if not isinstance(row, dict) or sorted(row) != sorted(cols):
@@ -142,12 +154,20 @@ def _select_rows(catalog: Catalog, library: str | None) -> dict[str, list[dict[s
             arts = list(by_id.values())
         vers = rows("verifications", T["verifications"].c.id.in_({a["verification_id"] for a in arts} - {None}))
         atts = rows("attempts", T["attempts"].c.id.in_({v["attempt_id"] for v in vers}))
+        if library is not None:  # the recall artifacts of its problems travel with them
+            have = {a["id"] for a in arts}
+            more = recall_artifacts(conn, {a["problem_id"] for a in atts}) - have
+            arts += rows("artifacts", T["artifacts"].c.id.in_(more)) if more else []
+            vers = rows("verifications", T["verifications"].c.id.in_({a["verification_id"] for a in arts} - {None}))
+            atts = rows("attempts", T["attempts"].c.id.in_({v["attempt_id"] for v in vers}))
+        problems = {a["problem_id"] for a in atts}
+        memory = select_memory(conn, problems, {a["id"] for a in arts})
         out = {
             "problems": rows("problems", T["problems"].c.id.in_({a["problem_id"] for a in atts})),
             "runs": rows("runs", T["runs"].c.id.in_({a["run_id"] for a in atts} - {None})),
             "attempts": atts, "verifications": vers, "artifacts": arts,
             "libraries": rows("libraries", T["libraries"].c.name.in_({e["library"] for e in entries})),
-            "library_entries": entries,
+            "library_entries": entries, **memory,
         }
     return out
 
@@ -173,6 +193,10 @@ def export_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, l
     if not target.parent.is_dir():
         raise GalahadError(f"folder {target.parent} does not exist")
     tables = _select_rows(catalog, library)
+    evicted = [a["id"] for a in tables["artifacts"] if a["evicted_at"] is not None and not store.has(a["id"])]
+    if evicted:
+        raise GalahadError(f"{len(evicted):,} artifact(s) are evicted from the store (e.g. {evicted[0][:16]}): run "
+                           "`galahad catalog recompile --evicted` to rebuild them before exporting")
     manifest = {
         "format": FORMAT,
         "tables": {t: sorted((_to_json(t, r) for r in tables[t]), key=lambda r: json.dumps(r, sort_keys=True))
@@ -278,7 +302,9 @@ def _stage(path: Path, catalog: Catalog) -> tuple[dict[str, list[dict[str, Any]]
     try:
         manifest = safe_loads(mbytes)
         raw, sizes = manifest["tables"], manifest["blobs"]
-        well_formed = (manifest["format"] == FORMAT and isinstance(sizes, dict)
+        if manifest["format"] == FORMATS[0]:  # format 1: no memory tables (derived or recomputed below)
+            raw = {**{t: [] for t in MEMORY}, **raw}
+        well_formed = (manifest["format"] in FORMATS and isinstance(sizes, dict)
                        and all(isinstance(raw[t], list) for t in ORDER))
     except (ValueError, KeyError, TypeError) as exc:
         raise GalahadError(f"malformed bundle: manifest is not a {FORMAT} manifest ({exc})") from exc
@@ -296,6 +322,7 @@ def _stage(path: Path, catalog: Catalog) -> tuple[dict[str, list[dict[str, Any]]
             raise IntegrityError(f"corrupted bundle: artifact {a['id'][:16]} row disagrees with its bytes ({bad})")
     _check_references(tables, catalog)
     _check_derived(tables, extras, catalog)
+    check_memory(tables, extras)
     return tables, sizes
 
 

@@ -9,6 +9,9 @@ part sharing the catalog's engine:
 - `catalog.libraries` named chains of artifacts (`libraries.py`)
 - `catalog.queue`     the durable work queue: claims, leases, unfinished deposits (`queue.py`)
 - `catalog.recalls`   which artifact serves a problem's recurrence (`recalls.py`)
+- `catalog.runtimes`  the readable facts behind runtime fingerprints (`runtimes.py`)
+- `catalog.recompiles` artifacts another runtime made and their rebuilt twins (`recompiles.py`)
+- `catalog.evictions` blobs deleted to fit a store budget, and their rebuilds (`evictions.py`)
 
 The catalog itself keeps what spans them: `write()`, `insert_ignore`, `resolve` (an id prefix of either
 kind) and `stats`. Inserts are idempotent (ON CONFLICT DO NOTHING on content-derived keys): the same
@@ -26,12 +29,15 @@ from sqlalchemy import exc as sa_exc
 from galahad.flywheel.artifacts.store import PUT_THREADS
 from galahad.flywheel.catalog.artifacts import Artifacts, store_location
 from galahad.flywheel.catalog.db import now, open_engine, redact, write_transaction
+from galahad.flywheel.catalog.evictions import Evictions
 from galahad.flywheel.catalog.libraries import Libraries
 from galahad.flywheel.catalog.part import PREFIX, id_prefix, new_id
 from galahad.flywheel.catalog.problems import Problems
 from galahad.flywheel.catalog.queue import Queue
 from galahad.flywheel.catalog.recalls import Recalls
+from galahad.flywheel.catalog.recompiles import Recompiles
 from galahad.flywheel.catalog.runs import Runs
+from galahad.flywheel.catalog.runtimes import Runtimes
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.records import problem_hash  # one definition of "the same problem"
@@ -54,6 +60,9 @@ class Catalog:
         self.libraries = Libraries(self)
         self.queue = Queue(self)
         self.recalls = Recalls(self)
+        self.runtimes = Runtimes(self)
+        self.recompiles = Recompiles(self)
+        self.evictions = Evictions(self)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -130,4 +139,5 @@ class Catalog:
                 "verifications": scalar(select(func.count()).select_from(V)),
                 "libraries": scalar(select(func.count()).select_from(TABLES["libraries"])),
                 "runs": scalar(select(func.count()).select_from(R)),
+                **self.evictions.figures(),  # evicted, evicted_bytes, resident_bytes, rebuilds
             }

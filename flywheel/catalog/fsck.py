@@ -24,6 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from galahad.flywheel.artifacts.store import BlobMissing, BlobStore, sha256_hex
 from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.catalog.evictions import evict_one
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.config import GcConfig
 from galahad.flywheel.errors import GalahadError
@@ -48,6 +49,7 @@ class FsckReport:
     # model/runtime, reported, not damage); None when not checked.
     forged: list[str] | None = None
     unverifiable: list[str] | None = None
+    evicted: int = 0  # rows whose blob `catalog evict` deleted (rebuilt on their next graft): not damage
 
     @property
     def damaged(self) -> bool:
@@ -137,6 +139,9 @@ def fsck(catalog: Catalog, store: BlobStore, rederive=None) -> FsckReport:
             row = dict(r._mapping)
             row_ids.add(row["id"])
             report.rows += 1
+            if row["evicted_at"] is not None and not store.has(row["id"]):
+                report.evicted += 1
+                continue
             data = _read(store, row["id"], row["size"], report)
             if data is None:
                 continue
@@ -193,7 +198,9 @@ def _refuse_mass_delete(rows: set[str], blobs: int, doomed: int, max_fraction: f
 
 def gc(catalog: Catalog, store: BlobStore, grace_seconds: float = DEFAULT_GRACE_SECONDS,
        dry_run: bool = False, force: bool = False, max_fraction: float = GcConfig.max_fraction) -> dict[str, Any]:
-    """Delete orphan blobs and temp files older than `grace_seconds`; never touches a blob with a row.
+    """Delete orphan blobs and temp files older than `grace_seconds`, and evict the blobs of originals a
+    recompile has rebuilt under another runtime (`evicted_superseded`: rows kept, rebuildable); never
+    deletes a row, nor the blob of a row that is not superseded.
 
     Without `force`, refuses (deleting nothing) to delete more than `max_fraction` of the store's blobs,
     or any blob when the catalog has no artifacts."""
@@ -221,6 +228,16 @@ def gc(catalog: Catalog, store: BlobStore, grace_seconds: float = DEFAULT_GRACE_
                     continue
         out["removed_orphans"].append(blob_id)
         out["freed_bytes"] += size
+    # Originals a recompile has rebuilt under another runtime are kept until now: their blobs go (the rows
+    # stay, evicted, rebuildable on their own runtime), sparing each library's current chain as `evict` does.
+    keep = catalog.evictions.protected()
+    out["evicted_superseded"], out["superseded_bytes"] = [], 0
+    for r in catalog.evictions.superseded():
+        if r["id"] in keep or not store.has(r["id"]):
+            continue
+        if dry_run or evict_one(catalog, store, r):
+            out["evicted_superseded"].append(r["id"])
+            out["superseded_bytes"] += r["size"]
     temp_files = getattr(store, "temp_files", None)
     for p in (list(temp_files()) if temp_files else []):
         try:

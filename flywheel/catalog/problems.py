@@ -4,14 +4,15 @@ A problem is deduplicated by normalized text (its id is that text's hash, `probl
 Its key row (`problem_keys`: canonical key and numbers, from `problems/canonical.py`) is written with it;
 `ensure_keys` fills in (or recomputes, on a newer key version) the keys of problems added before, so
 lookups never miss a problem for want of its key. The status and lease columns are the work queue's
-(`catalog.queue`).
+(`catalog.queue`). Its shape row (`problem_shapes`: the hash of its text with numbers masked) is written
+with it too, and `ensure_shapes` fills in those of rows written without one: `classify` is one index seek.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import bindparam, delete, func, or_, select
 
 from galahad.flywheel.catalog.db import now
 from galahad.flywheel.catalog.part import PREFIX, Part, id_prefix, one, rows
@@ -19,8 +20,13 @@ from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems import canonical
 from galahad.flywheel.problems.records import problem_hash  # one definition of "the same problem"
+from galahad.flywheel.problems.shapes import shape_hash
 
-P, KEY = TABLES["problems"], TABLES["problem_keys"]
+P, KEY, SHAPE = TABLES["problems"], TABLES["problem_keys"], TABLES["problem_shapes"]
+# Built once (routing runs it on every solve): the oldest problem of a shape, one seek on its index.
+CLASSIFY = (select(P.c.template, P.c.topic).select_from(SHAPE).join(P, P.c.id == SHAPE.c.problem_id)
+            .where(SHAPE.c.shape_hash == bindparam("shape_hash"))
+            .order_by(SHAPE.c.created_at, SHAPE.c.problem_id).limit(1))
 
 
 def key_row(problem_id: str, text: str) -> dict[str, Any]:
@@ -52,11 +58,37 @@ class Problems(Part):
                 gold_source=it.get("gold_source"),
                 status="pending", claimed_by=None, lease_until=None, claims=0, created_at=t, updated_at=t,
             ))
-        keys = [key_row(r["id"], r["text"]) for r in {r["id"]: r for r in new}.values()]  # parsed outside the transaction
+        unique = {r["id"]: r for r in new}.values()
+        keys = [key_row(r["id"], r["text"]) for r in unique]  # parsed outside the transaction
         with self.write() as conn:
             self.insert_ignore(conn, P, new)
             self.insert_ignore(conn, KEY, keys)
+            # the stored row's created_at (an existing problem keeps its own), so the oldest of a shape wins
+            self._add_shapes(conn, [r["id"] for r in unique])
         return [r["id"] for r in new]
+
+    def _add_shapes(self, conn, ids: list[str]) -> int:
+        """In `conn`'s write transaction: the shape rows of those problems that have none."""
+        n = 0
+        for i in range(0, len(ids), 500):
+            stmt = (select(P.c.id, P.c.text, P.c.created_at).outerjoin(SHAPE, SHAPE.c.problem_id == P.c.id)
+                    .where(P.c.id.in_(ids[i:i + 500]), SHAPE.c.problem_id.is_(None)))
+            found = rows(conn.execute(stmt))
+            n += self.insert_ignore(conn, SHAPE, [dict(problem_id=r["id"], shape_hash=shape_hash(r["text"]),
+                                                       created_at=r["created_at"]) for r in found]) or 0
+        return n
+
+    def ensure_shapes(self) -> int:
+        """Shape every problem that has no shape row (rows written before migration 0005, or by an import);
+        returns how many. One anti-join; callers (`Solver`) run it once per process."""
+        stale = select(P.c.id).outerjoin(SHAPE, SHAPE.c.problem_id == P.c.id).where(SHAPE.c.problem_id.is_(None))
+        with self.engine.connect() as conn:
+            ids = list(conn.execute(stale).scalars())
+        if not ids:
+            return 0
+        with self.write() as conn:
+            self._add_shapes(conn, ids)
+        return len(ids)
 
     def ensure_keys(self) -> int:
         """Key every problem that has no key of the current version; returns how many were (re)keyed."""
@@ -112,8 +144,15 @@ class Problems(Part):
         with self.engine.connect() as conn:
             return rows(conn.execute(stmt))
 
+    def classify(self, text: str) -> dict[str, Any] | None:
+        """The template and topic of the oldest catalog problem with `text`'s shape (numbers masked), or
+        None: one seek on the shape index, whatever the catalog's size."""
+        with self.engine.connect() as conn:
+            return one(conn.execute(CLASSIFY, {"shape_hash": shape_hash(text)}))
+
     def groups(self) -> list[dict[str, Any]]:
-        """One example text per (template, topic) among the catalog's problems (classifying a new one)."""
+        """One example text per (template, topic) among the catalog's problems: a scan of every group (for
+        listings; classifying uses `classify`)."""
         stmt = select(P.c.template, P.c.topic, func.min(P.c.text).label("text")).group_by(P.c.template, P.c.topic)
         with self.engine.connect() as conn:
             return rows(conn.execute(stmt))

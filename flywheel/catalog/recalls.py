@@ -1,7 +1,8 @@
 """`catalog.recalls`: which artifact serves a verified problem's recurrence, and finding it again.
 
 A recall artifact is a verified solution deposited alone (a root after BOS), recorded in `recalls` in the
-same transaction as its artifact row (`catalog.artifacts.deposit(recall=...)`). A recurrence is found by
+same transaction as its artifact row (`catalog.artifacts.deposit(recall=...)`); a problem has one per
+runtime (its original and each artifact `catalog recompile` rebuilt from it). A recurrence is found by
 the problem's id, or through its key row (`catalog.problems` writes it): the canonical key, which finds the
 same mathematics posed in other words, or the multiset of numbers it mentions.
 """
@@ -44,7 +45,23 @@ class Recalls(Part):
             stmt = stmt.join(ART, ART.c.id == REC.c.artifact_id).where(
                 ART.c.model_fingerprint == fingerprints[0], ART.c.runtime_fingerprint == fingerprints[1])
         with self.engine.connect() as conn:
-            return rows(conn.execute(stmt))
+            found = rows(conn.execute(stmt.order_by(REC.c.created_at, REC.c.artifact_id)))
+        seen: set[str] = set()  # one per problem: its first recall (one per runtime since migration 0004)
+        return [r for r in found if not (r["id"] in seen or seen.add(r["id"]))]
+
+    def elsewhere(self, problem_id: str, key: str | None, fingerprints: Fingerprints) -> list[dict[str, Any]]:
+        """Recall artifacts of this problem (or of its canonical key) made under other fingerprints than
+        `fingerprints`: what a catalog moved to another machine holds, unusable until recompiled."""
+        match = P.c.id == problem_id
+        if key is not None:
+            match = match | and_(KEY.c.canonical_key.is_not(None), KEY.c.canonical_key == key)
+        stmt = (select(ART.c.id, ART.c.model_fingerprint, ART.c.runtime_fingerprint)
+                .join(REC, REC.c.artifact_id == ART.c.id).join(P, P.c.id == REC.c.problem_id)
+                .outerjoin(KEY, KEY.c.problem_id == P.c.id)
+                .where(P.c.status == "verified", match,
+                       (ART.c.model_fingerprint != fingerprints[0]) | (ART.c.runtime_fingerprint != fingerprints[1])))
+        with self.engine.connect() as conn:
+            return rows(conn.execute(stmt.distinct()))
 
     def get(self, problem_id: str, fingerprints: Fingerprints | None = None) -> dict[str, Any] | None:
         """The verified problem with the artifact that serves its recurrence, or None."""

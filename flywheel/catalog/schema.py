@@ -138,6 +138,13 @@ class ArtifactRow(Base):
     token_ids: Mapped[list[Any]] = mapped_column(JSON)
     location: Mapped[str] = mapped_column(String(1000))  # which store holds the bytes (machine-local)
     created_at: Mapped[datetime] = mapped_column(DateTime)
+    # Migration 0004: rebuilt from which artifact under another runtime (`catalog recompile`); the header's
+    # `extra`, so the row alone rebuilds the blob; and, machine-local, eviction under a store budget.
+    recompiled_from: Mapped[str | None] = mapped_column(HASH, index=True)
+    extra: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    last_grafted_at: Mapped[datetime | None] = mapped_column(DateTime)
+    evicted_at: Mapped[datetime | None] = mapped_column(DateTime)
+    rebuilds: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class LibraryRow(Base):
@@ -186,8 +193,34 @@ class Recall(Base):
     __tablename__ = "recalls"
 
     problem_id: Mapped[str] = mapped_column(ForeignKey("problems.id"), primary_key=True)
-    artifact_id: Mapped[str] = mapped_column(ForeignKey("artifacts.id"), index=True)
+    # Migration 0004: one recall per (problem, artifact): its original and each recompiled one.
+    artifact_id: Mapped[str] = mapped_column(ForeignKey("artifacts.id"), primary_key=True, index=True)
     verification_id: Mapped[str] = mapped_column(ForeignKey("verifications.id"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class RuntimeRow(Base):
+    """The readable facts (`workers.runtime.runtime_facts`) behind a runtime fingerprint, recorded by the
+    engines that use the catalog, so a foreign artifact's difference can be named field by field."""
+
+    __tablename__ = "runtimes"
+
+    fingerprint: Mapped[str] = mapped_column(String(128), primary_key=True)
+    facts: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class ProblemShape(Base):
+    """A problem's template shape (`problems/shapes.py`: numbers masked), hashed and indexed: classifying a
+    new problem into a template is one index seek for the oldest problem of its shape (migration 0005).
+    Derived from the text (filled lazily for rows written without it, e.g. by an import); `created_at` is
+    the problem's own."""
+
+    __tablename__ = "problem_shapes"
+    __table_args__ = (Index("ix_problem_shapes_shape_hash", "shape_hash", "created_at", "problem_id"),)
+
+    problem_id: Mapped[str] = mapped_column(ForeignKey("problems.id"), primary_key=True)
+    shape_hash: Mapped[str] = mapped_column(HASH)
     created_at: Mapped[datetime] = mapped_column(DateTime)
 
 

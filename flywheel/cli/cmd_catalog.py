@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from galahad.flywheel.cli.argtypes import count, finite
+from galahad.flywheel.cli.flags import add_model_flag, byte_size
 from galahad.flywheel.config import CATALOG_ENV, DEFAULT_MODEL, GcConfig
 from galahad.flywheel.errors import GalahadError
 
@@ -64,6 +65,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--force", action="store_true", help="overwrite an existing file")
     a = cs.add_parser("import", parents=[common, verify], help="check a bundle completely, then add it")
     a.add_argument("bundle")
+    a.add_argument("--recompile", action="store_true",
+                   help="then rebuild its artifacts made under another runtime for this machine (as `recompile`)")
+    a = cs.add_parser("recompile", parents=[common],
+                      help="rebuild every artifact made under another runtime from its tokens and parent, under "
+                           "this engine (new ids, same verifications, libraries and recalls; originals kept)")
+    add_model_flag(a, "engine to rebuild under: ")
+    a.add_argument("--evicted", action="store_true", help="also rebuild this runtime's evicted blobs (same ids)")
+    a = cs.add_parser("evict", parents=[common],
+                      help="delete least recently grafted blobs until the store fits SIZE (rows, tokens and "
+                           "verdicts stay; a graft rebuilds an evicted artifact exactly)")
+    a.add_argument("--to", type=byte_size, required=True, metavar="SIZE", help="e.g. 20G, 500M, 123456 (bytes)")
+    a.add_argument("--dry-run", action="store_true")
+    a.add_argument("--all", action="store_true",
+                   help="also the libraries' current chains (spared by default: a running learner extends them "
+                        "from the store); only while no learner runs on this catalog")
     p.set_defaults(func=run)
 
 
@@ -167,6 +183,38 @@ def _rederiver(args: argparse.Namespace):
     return RebuildCheck(engine_for(args.model, args.paths))
 
 
+def _recompile(args: argparse.Namespace, cat, store, as_json: bool) -> dict[str, Any]:
+    """`recompile` (and `import --recompile`): rebuild under the local engine, a bar on stderr, a summary."""
+    from galahad.flywheel.cli.eval_support import progress_bar
+    from galahad.flywheel.cli.session import engine_for
+    from galahad.flywheel.learn.recompile import recompile
+
+    engine = engine_for(getattr(args, "model", DEFAULT_MODEL), args.paths)
+    state: dict[str, Any] = {}
+
+    def total(n: int) -> None:
+        state["bar"] = progress_bar(n, "recompile")
+        state["tick"] = state["bar"].__enter__()
+
+    def hook(event: str, _aid: str) -> None:
+        if event == "recorded" and "tick" in state:
+            state["tick"]()
+
+    try:
+        out = recompile(cat, store, engine, hook, evicted=getattr(args, "evicted", False), total=total)
+    finally:
+        if "bar" in state:
+            state["bar"].__exit__(None, None, None)
+    summary = out.to_dict()
+    if not as_json:
+        print(f"recompiled {len(out.rebuilt):,} of {out.pending:,} artifacts made under another runtime"
+              + (f"; {len(out.skipped):,} skipped (e.g. {out.skipped[0]['id'][:16]}: {out.skipped[0]['reason']})"
+                 if out.skipped else "")
+              + (f"; {out.other_model:,} of another model left as they are" if out.other_model else "")
+              + (f"; {out.restored:,} evicted blobs rebuilt" if out.restored else ""))
+    return summary
+
+
 def run(args: argparse.Namespace) -> int:
     cat, store = _open(args)
     try:
@@ -205,7 +253,12 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
     elif action == "fsck":
         from galahad.flywheel.catalog.fsck import fsck
 
-        report = fsck(cat, store, rederive=_rederiver(args))
+        rederive = _rederiver(args)
+        if rederive is not None:  # an evicted parent is rebuilt (checked by hash) to re-derive its children
+            from galahad.flywheel.memory.rebuild import rebuilding
+
+            store = rebuilding(store, cat, rederive.engine)
+        report = fsck(cat, store, rederive=rederive)
         if as_json:
             _json(report.to_dict())
         else:
@@ -221,6 +274,8 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
                                                         if items and name in ("orphans", "temp_files") else ""))
                 for it in items[:20]:
                     print(f"    {it}")
+            if report.evicted:
+                print(f"evicted     {report.evicted:>8,}  (rebuilt on their next graft)")
             print("ok" if report.ok else ("DAMAGED" if report.damaged else "not clean"))
         return 0 if report.ok else 1
     elif action == "gc":
@@ -233,7 +288,8 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
             verb = "would remove" if args.dry_run else "removed"
             print(f"{verb} {len(out['removed_orphans']):,} orphan blobs ({out['freed_bytes']:,} bytes) and "
                   f"{len(out['removed_temp_files']):,} temp files; kept {out['kept_young']:,} younger than "
-                  f"{args.grace:g}s")
+                  f"{args.grace:g}s; evicted {len(out['evicted_superseded']):,} superseded originals "
+                  f"({out['superseded_bytes']:,} bytes; rows kept)")
     elif action == "export":
         from galahad.flywheel.catalog.bundle import export_bundle
 
@@ -244,8 +300,25 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
         from galahad.flywheel.catalog.bundle import import_bundle
 
         out = import_bundle(cat, store, args.bundle, rederive=_rederiver(args))
+        if args.recompile:
+            out["recompile"] = _recompile(args, cat, store, as_json)
         _json(out) if as_json else print(f"imported {out['bundle']}: {out['artifacts']:,} artifacts "
                                          f"({out['bytes']:,} bytes); new rows: "
                                          + ", ".join(f"{k} {v}" for k, v in out["added"].items()))
+    elif action == "recompile":
+        out = _recompile(args, cat, store, as_json)
+        if as_json:
+            _json(out)
+    elif action == "evict":
+        from galahad.flywheel.catalog.evictions import evict
+
+        out = evict(cat, store, args.to, dry_run=args.dry_run, spare_current=not args.all)
+        if as_json:
+            _json({k: (len(v) if k == "evicted" else v) for k, v in out.items()})
+        else:
+            verb = "would evict" if args.dry_run else "evicted"
+            print(f"{verb} {len(out['evicted']):,} blobs ({out['freed_bytes']:,} bytes): store artifacts "
+                  f"{out['before_bytes']:,} -> {out['after_bytes']:,} bytes (target {out['target_bytes']:,}; "
+                  f"{out['protected']:,} in current chains kept)")
     sys.stdout.flush()
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from galahad.flywheel.cli.argtypes import SEED, count
@@ -48,12 +49,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     rs.set_defaults(func=run_rescore)
 
 
+def foreign_note(catalog, engine) -> str | None:
+    """One stderr line when verified problems are known only through artifacts made elsewhere (returned too)."""
+    from galahad.flywheel.memory.foreign import foreign_message, record_runtime
+
+    record_runtime(catalog, engine)
+    fps = (engine.model_fingerprint, engine.runtime_fingerprint)
+    usable = {p["id"] for p in catalog.recalls.all(fps)}
+    elsewhere = [p["id"] for p in catalog.recalls.all() if p["id"] not in usable]
+    if elsewhere:
+        arts = [a for pid in elsewhere for a in catalog.recalls.elsewhere(pid, None, fps)]
+        note = f"{len(elsewhere):,} verified problem(s) left out: {foreign_message(catalog, fps, arts)}"
+        print(f"galahad: {note}", file=sys.stderr)
+        return note
+    return None
+
+
 def run_recurrence(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from galahad.flywheel.errors import GalahadError
     from galahad.flywheel.evals import recurrence as eval_recurrence
     from galahad.flywheel.evals.evidence import write_manifest
+    from galahad.flywheel.memory.rebuild import rebuilding
     from galahad.verifier.verifier import Verifier
     from galahad.workers.telemetry import EnergyMeter
 
@@ -66,8 +84,13 @@ def run_recurrence(args: argparse.Namespace) -> int:
         engine = engine_for(args.model, paths)
         problems = eval_recurrence.candidates(catalog, cfg.limit,
                                               (engine.model_fingerprint, engine.runtime_fingerprint))
+        note = foreign_note(catalog, engine)
         with progress_bar(len(problems), "recurrence") as tick:
-            records = eval_recurrence.run(engine, catalog, store, verifier, cfg, EnergyMeter(), tick, problems)
+            records = eval_recurrence.run(engine, catalog, rebuilding(store, catalog, engine), verifier, cfg,
+                                          EnergyMeter(), tick, problems)  # an evicted artifact is rebuilt
+    if not records and note:
+        raise GalahadError("no verified problem with a recall artifact of this runtime: run `galahad catalog "
+                           "recompile` (the line above says what differs)")
     if not records:
         raise GalahadError("no verified problem with a recall artifact in the catalog: run `galahad run` first "
                            "(it also finishes the recall artifacts of a catalog learned before they existed)")

@@ -22,7 +22,7 @@ from galahad.flywheel.app import cluster
 from galahad.flywheel.app.lock import run_lock
 from galahad.flywheel.app.storage import is_embedded
 from galahad.flywheel.cli.argtypes import count
-from galahad.flywheel.cli.flags import add_learner_flags, add_prompt_budget_flag
+from galahad.flywheel.cli.flags import add_learner_flags, add_prompt_budget_flag, add_solve_queue_flag
 from galahad.flywheel.cli.session import add_storage_args, storage
 from galahad.flywheel.config import DEFAULTS, TOKEN_ENV, ServiceConfig
 from galahad.flywheel.errors import GalahadError
@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"answering replicas, one model each (default {service.replicas})")
     p.add_argument("--no-learn", action="store_true", help="answer only: no learner")
     add_prompt_budget_flag(p)
+    add_solve_queue_flag(p)
     # The flags `run` shares (model, budget, seed, workers, device, cluster): one declaration.
     add_learner_flags(p, role="learner: ")
     add_storage_args(p)
@@ -82,7 +83,7 @@ def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
     from galahad.workers.runtime import DEFAULT_RUNTIME
 
     config = ServiceConfig(host=args.host, port=args.port, replicas=args.replicas,
-                           max_prompt_tokens=args.max_prompt_tokens)
+                           max_prompt_tokens=args.max_prompt_tokens, max_queued_solves=args.max_queued_solves)
     logging.getLogger("ray.serve").setLevel(logging.WARNING)
     cluster.start(args.model, paths, args.address)  # the model snapshot once, before any replica or actor loads it
     stop = {"now": False}
@@ -99,7 +100,7 @@ def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
             sampling = SamplingConfig(k=args.k, max_tokens=args.max_tokens, temperature=args.temperature,
                                       seed=args.seed)
             supervisor = LearnerSupervisor.options(max_restarts=-1).remote(
-                (args.model, str(paths.models), catalog.url, str(store.root), LoopConfig(sampling=sampling),
+                (args.model, str(paths.models), catalog.url, str(store.root), LoopConfig(sampling=sampling, store_budget=args.store_budget),
                  args.generators, args.chain_max_tokens, args.device, config.learner_poll_seconds,
                  str(paths.root) if embedded else None), {})
         api = GalahadApi.options(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from galahad.flywheel.cli.argtypes import count
 from galahad.flywheel.cli.flags import add_model_flag
@@ -44,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
         solver = Solver(engine_for(args.model, paths), catalog, store)
         policy = RetrievalPolicy(max_solutions=args.max_solutions)
         ans = solver.solve(args.problem, args.template, args.topic, policy)
+    if ans.memory_note:  # memory knows it, compiled elsewhere: say so instead of answering silently from the base
+        print(f"galahad: {ans.memory_note}", file=sys.stderr)
     if args.json:
         print(json.dumps(ans.to_dict(), sort_keys=True))
     else:

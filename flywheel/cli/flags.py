@@ -19,6 +19,22 @@ DATA_HELP = (f"data dir: catalog, artifact store and reports (env {DATA_ENV}, de
              f"cache is not in it (env {MODEL_CACHE_ENV}, else $XDG_CACHE_HOME/galahad, else ~/.cache/galahad)")
 
 
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def byte_size(text: str) -> int:
+    """A size in bytes: `123`, `500M`, `1.5G`, `20GB`, `64KiB` (binary units); refused in one line otherwise."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", str(text), re.IGNORECASE)
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a size (e.g. 500M, 20G, 123456): {str(text)[:40]!r}")
+    value = int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    if value > 1 << 60:
+        raise argparse.ArgumentTypeError(f"size too large: {text[:40]!r}")
+    return value
+
+
 def add_data_flag(p: argparse.ArgumentParser, after_command: bool = False) -> None:
     """`--data DIR`. After a subcommand its default is SUPPRESS, so it overrides the global one only when given."""
     p.add_argument("--data", default=argparse.SUPPRESS if after_command else None, help=DATA_HELP)
@@ -47,6 +63,16 @@ def add_prompt_budget_flag(p: argparse.ArgumentParser) -> None:
                         f"any forward (default {budget})")
 
 
+def add_solve_queue_flag(p: argparse.ArgumentParser) -> None:
+    """`--max-queued-solves`: solves one replica admits at once (`ServiceConfig`); 0 serves reads only."""
+    limit = DEFAULTS.service.max_queued_solves
+    p.add_argument("--max-queued-solves", type=count(minimum=0, maximum=DEFAULTS.service.max_ongoing_requests // 2),
+                   default=limit, metavar="N",
+                   help=f"solves one replica admits at once (the one running and those waiting); more get 503 "
+                        f"(429 on the OpenAI routes) with Retry-After; 0: catalog reads only, every solve "
+                        f"refused (default {limit})")
+
+
 def add_learner_flags(p: argparse.ArgumentParser, role: str = "", seed_help: str = "sampling seed") -> None:
     """The flags `run` and `serve` share: model, sampling budget, seed, workers, device, Ray cluster.
     `role` prefixes the learner-only help texts (`learner: ` for serve, whose learner they configure)."""
@@ -68,3 +94,7 @@ def add_learner_flags(p: argparse.ArgumentParser, role: str = "", seed_help: str
                    help=f"{role}where generators run; auto: cuda when the Ray cluster has GPUs (artifacts graft "
                         "only under the same device)")
     p.add_argument("--address", default=None, help="join an existing Ray cluster (host:port)")
+    p.add_argument("--store-budget", type=byte_size, default=DEFAULTS.loop.store_budget, metavar="SIZE",
+                   help=f"{role}after each drain, evict the least recently grafted blobs until the store's "
+                        "artifacts fit SIZE (e.g. 20G, 500M; rows, tokens and verdicts stay; an evicted "
+                        "artifact is rebuilt exactly on its next graft); default: no budget")

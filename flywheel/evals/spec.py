@@ -44,6 +44,9 @@ class Spec:
     # The question decoded after the graft when it is not `problem`: a recall path asks the matched problem's
     # own question. `problem` is always the text that was asked of the system.
     decoded: str | None = None
+    # A few-shot spec with no memory run as two spans, the shared prefix then the question (`prefix.py`): the
+    # prefix is prefilled once per process. Records made before it (False) replay the one-span schedule.
+    shared_prefix: bool = False
 
     @property
     def text(self) -> str:
@@ -59,8 +62,13 @@ def execute(engine, store, spec: Spec, meter=None) -> dict:
     from galahad.workers.telemetry import Stopwatch
 
     with Stopwatch(meter) as sw:
-        r = graft_decode(engine, store, spec.graft_tail, render(spec.text, spec.prompt), spec.max_tokens,
-                         temperature=spec.temperature, seed=spec.seed, recompute=spec.recompute)
+        if spec.shared_prefix and spec.prompt == "few-shot" and spec.graft_tail is None:
+            from galahad.flywheel.evals.prefix import few_shot_decode
+
+            r = few_shot_decode(engine, spec.text, spec.max_tokens, spec.temperature, spec.seed)
+        else:
+            r = graft_decode(engine, store, spec.graft_tail, render(spec.text, spec.prompt), spec.max_tokens,
+                             temperature=spec.temperature, seed=spec.seed, recompute=spec.recompute)
     return _output(r, sw.result)
 
 

@@ -56,16 +56,19 @@ def run(engine, catalog, store, verifier, problems: list[dict], cfg: FileTransfe
         meta = {"problem_id": pid, "overlap": solver.overlap(p["text"]), "source": p.get("source"),
                 "source_verified": _source_verified(catalog, p.get("source"))}
 
-        def spec(condition, prompt, tail, recompute=False, decoded=None, max_tokens=cfg.max_tokens, _p=p, _id=pid):
+        def spec(condition, prompt, tail, recompute=False, decoded=None, max_tokens=cfg.max_tokens, _p=p, _id=pid,
+                 shared_prefix=False):
             return Spec(_id, condition, _p["text"], _p["answer"], prompt, tail, 0.0, 0, max_tokens,
-                        recompute=recompute, decoded=None if decoded == _p["text"] else decoded)
+                        recompute=recompute, decoded=None if decoded == _p["text"] else decoded,
+                        shared_prefix=shared_prefix)
 
         def record(s: Spec, _meta=meta) -> None:
             records.append({**make_record(engine, store, verifier, s, meter), **_meta})
 
         want = set(cfg.conditions)
         if "base" in want:
-            record(spec("base", "few-shot", None, max_tokens=solver.base_max_tokens))
+            # the few-shot prefix is prefilled once per process, each problem continues from it (`prefix.py`)
+            record(spec("base", "few-shot", None, max_tokens=solver.base_max_tokens, shared_prefix=True))
         if "empty" in want:
             record(spec("empty", "query", None))
         if recalled and "random" in want:

@@ -19,7 +19,6 @@ answer goes through `recall.graft_decode`.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -30,6 +29,7 @@ from galahad.flywheel.config import BUDGETS
 from galahad.flywheel.memory.policy import RecallPolicy, RetrievalPolicy, library_prefix
 from galahad.flywheel.memory.recall import graft_decode, render
 from galahad.flywheel.problems import canonical
+from galahad.flywheel.problems.shapes import shape
 from galahad.verifier.verifier import Verifier
 
 __all__ = ["PATHS", "Answer", "RecallPolicy", "RetrievalPolicy", "Route", "Solver", "shape"]
@@ -49,6 +49,9 @@ class Answer:
     reason: str | None = None
     matched_problem: str | None = None  # the verified problem recalled (hash, key) or grafted as the example (similar)
     gold_source: str | None = None  # who vouches for the recalled gold: `computed`, or who gave it
+    # Set when memory knows this problem only through artifacts of another runtime or model (`foreign.py`):
+    # the one line that says so, and what to run.
+    memory_note: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -74,24 +77,34 @@ def provenance(hit: dict) -> str | None:
     return hit.get("gold_source") or (f"unchecked:{hit['source']}" if hit.get("source") else None)
 
 
-def shape(text: str) -> str:
-    """A problem's template shape: numbers masked, whitespace and case normalized."""
-    return re.sub(r"-?\d+(\.\d+)?", "#", " ".join(text.casefold().split()))
-
-
 class Solver:
     def __init__(self, engine, catalog: Catalog, store: BlobStore, verifier: Verifier | None = None,
                  max_tokens: int = BUDGETS.answer_tokens, base_max_tokens: int = BUDGETS.base_tokens,
                  recall_policy: RecallPolicy | None = None):
-        self.engine, self.catalog, self.store = engine, catalog, store
+        from galahad.flywheel.memory.foreign import record_runtime
+        from galahad.flywheel.memory.rebuild import rebuilding
+
+        # Evicted artifacts are rebuilt exactly on their graft; this runtime's facts name its differences.
+        self.engine, self.catalog, self.store = engine, catalog, rebuilding(store, catalog, engine)
+        record_runtime(catalog, engine)
         self.verifier = verifier or Verifier()
         self.max_tokens, self.base_max_tokens = max_tokens, base_max_tokens
         self.recall_policy = recall_policy or RecallPolicy()
         self._keyed = False
+        self._last_key: tuple[str | None, str | None] = (None, None)  # (text, its canonical key): read once a route
+
+    def _canonical_key(self, text: str) -> str | None:
+        """`canonical.canonical_key(text)` (~0.3 ms a text), read once for the matchers of one text."""
+        last = self._last_key
+        if last[0] != text:
+            last = (text, canonical.canonical_key(text))
+            self._last_key = last
+        return last[1]
 
     def _keys(self) -> None:
-        if not self._keyed:  # problems added before keys existed (or under an older key version)
+        if not self._keyed:  # problems added before keys (or shapes) existed, or under an older key version
             self.catalog.problems.ensure_keys()
+            self.catalog.problems.ensure_shapes()
             self._keyed = True
 
     # -- matching a verified problem (no model) ----------------------------------------------------
@@ -100,7 +113,7 @@ class Solver:
         return self.catalog.recalls.get(problem_hash(text), self.fingerprints)
 
     def match_key(self, text: str) -> dict | None:
-        key = canonical.canonical_key(text)
+        key = self._canonical_key(text)
         if key is None:
             return None
         self._keys()
@@ -110,7 +123,7 @@ class Solver:
     def match_similar(self, text: str) -> dict | None:
         """Only for a problem with no key: the most similar verified problem that mentions the same
         numbers in the same order, if similar enough. A parsed problem's key already said no."""
-        if canonical.canonical_key(text) is not None:
+        if self._canonical_key(text) is not None:
             return None
         nums = canonical.numbers(text)
         if not nums:
@@ -140,12 +153,11 @@ class Solver:
         return self.engine.model_fingerprint, self.engine.runtime_fingerprint
 
     def classify(self, text: str) -> dict | None:
-        """Find the template/topic of a new problem from catalog problems of the same shape."""
-        target = shape(text)
-        for group in self.catalog.problems.groups():
-            if shape(group["text"]) == target:
-                return {"template": group["template"], "topic": group["topic"]}
-        return None
+        """Find the template/topic of a new problem from the oldest catalog problem of the same shape (`shape`:
+        numbers masked): one seek on the catalog's shape index, never a scan of its groups."""
+        self._keys()
+        found = self.catalog.problems.classify(text)
+        return {"template": found["template"], "topic": found["topic"]} if found else None
 
     def transfer_chain(self, template: str | None, topic: str | None, policy: RetrievalPolicy) -> str | None:
         for name in policy.libraries(template, topic):
@@ -196,7 +208,16 @@ class Solver:
             if route.gold is None or ans.verified:
                 break
         ans.seconds = time.perf_counter() - t0
+        if ans.path not in ("hash", "key"):
+            ans.memory_note = self.foreign_note(text)
         return ans
+
+    def foreign_note(self, text: str) -> str | None:
+        """The one line for a problem memory knows only through artifacts made elsewhere, or None."""
+        from galahad.flywheel.memory.foreign import foreign_message
+
+        found = self.catalog.recalls.elsewhere(problem_hash(text), canonical.canonical_key(text), self.fingerprints)
+        return foreign_message(self.catalog, self.fingerprints, found)
 
     # -- single paths (evals, tests) -------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ catalog's verified answer to this same problem); a caller's gold only ever sets 
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from typing import Any
@@ -31,6 +32,7 @@ from galahad.verifier.verifier import Verifier
 _ID = re.compile(r"[0-9a-f]{64}")  # matched whole (fullmatch): a trailing newline is no id
 API_SOURCE = "api"  # problems queued by /v1/solve carry this source
 QUEUED = ("pending", "claimed")
+log = logging.getLogger("galahad.service")
 
 
 class NotFound(GalahadError):
@@ -119,6 +121,8 @@ class Answering:
         with self.lock:
             ans = self.solver.solve(problem)
         known = bool(ans.verified) and ans.path in ("hash", "key")  # memory's verified answer to this problem
+        if ans.memory_note:  # memory holds it, compiled elsewhere: one line in the replica's log, and in the reply
+            log.warning("problem %s: %s", problem_hash(problem)[:16], ans.memory_note)
         matches = None if gold is None else self.verifier.check_answer(gold, ans.answer).verified
         if gold is not None and known and not same_gold(gold, ans.answer) and not matches:
             raise GoldConflict(f"gold {gold[:60]!r} conflicts with the verified answer {ans.answer[:60]!r} "
@@ -132,7 +136,7 @@ class Answering:
                 "matched_problem": ans.matched_problem, "decode_tokens": ans.decode_tokens,
                 "grafted_artifacts": list(ans.grafted_artifacts), "model_fingerprint": self.engine.model_fingerprint,
                 "runtime_fingerprint": self.engine.runtime_fingerprint, "seconds": ans.seconds,
-                "problem_id": pid, "queued": queued}
+                "problem_id": pid, "queued": queued, "memory_note": ans.memory_note}
 
     def queue(self, problem: str, gold: str) -> bool:
         """Hand a problem with its gold answer to the learner; True when it is (now) waiting in the queue."""

@@ -29,6 +29,9 @@ class SolveResponse(BaseModel):
     seconds: float
     problem_id: str
     queued: bool  # handed to the learner (a gold answer that memory did not already verify)
+    # Memory knows the problem only through artifacts made under another runtime or model: the one line that
+    # says so and what to run (`galahad catalog recompile`); None otherwise.
+    memory_note: str | None = None
 
 
 class Submitted(BaseModel):

@@ -17,6 +17,10 @@ mid-request: uvicorn's `500 Internal Server Error`; no replica ready or the queu
 message; a path before the app is deployed: `404`). On the local cluster `galahad serve` starts, the proxy
 runs `proxy_errors.JsonErrors`, which turns each into `{"error": ...}` with the same status; on a cluster
 joined with `--address` they stay plain text. `Client` turns any non-JSON error body into a `ServiceError`.
+
+The OpenAI-compatible routes (`openai_routes.py`, mixed into `GalahadApi`) answer through the same
+`GalahadApi.answer`; on their paths every error our app produces is OpenAI's `{"error": {"message", "type",
+"code"}}` (`openai_protocol.error_body`), and a full solve queue is 429 instead of 503.
 """
 
 import json
@@ -40,6 +44,8 @@ from galahad.flywheel.service.answering import Answering, NotFound, TooLarge
 from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResponse, SubmitResponse
 from galahad.flywheel.service.binding import LOOPBACK, bind_replica_grpc_to
 from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics
+from galahad.flywheel.service.openai_protocol import Invalid, code_of, error_body, is_openai_path
+from galahad.flywheel.service.openai_routes import OpenAIRoutes, router
 from galahad.flywheel.service.security import authorized, caller_identity, is_loopback
 
 API_VERSION = "1"
@@ -61,10 +67,17 @@ def register_replica(replica: "GalahadApi") -> None:
 
 
 class Busy(GalahadError):
-    """The replica already holds `max_queued_solves` solves (HTTP 503, Retry-After)."""
+    """The replica already holds `max_queued_solves` solves (HTTP 503, Retry-After; 429 on the OpenAI routes)."""
 
 
-def error(status: int, message: str, headers: dict | None = None) -> JSONResponse:
+def error(status: int, message: str, headers: dict | None = None, request: Request | None = None,
+          code: str | None = None) -> JSONResponse:
+    """`{"error": "..."}`; on the OpenAI routes (`request` given) OpenAI's `{"error": {"message", "type",
+    "code"}}`, with 429 where the native API answers a full solve queue with 503."""
+    if request is not None and is_openai_path(request.url.path):
+        if status == 503 and code == "queue_full":
+            status, code = 429, None  # OpenAI's rate-limit error: clients back off and retry
+        return JSONResponse(error_body(status, message, code), status_code=status, headers=headers)
     return JSONResponse({"error": " ".join(str(message).split())[:2000]}, status_code=status, headers=headers)
 
 
@@ -73,49 +86,53 @@ def status_of(exc: GalahadError) -> int:
         return 409
     if isinstance(exc, Busy):
         return 503
+    if isinstance(exc, Invalid):
+        return 422
     return 404 if isinstance(exc, NotFound) else 413 if isinstance(exc, TooLarge) else 400
 
 
 @app.exception_handler(GalahadError)
 async def galahad_error(request: Request, exc: GalahadError) -> JSONResponse:
-    return error(status_of(exc), str(exc), {"Retry-After": "1"} if isinstance(exc, Busy) else None)
+    return error(status_of(exc), str(exc), {"Retry-After": "1"} if isinstance(exc, Busy) else None, request,
+                 "queue_full" if isinstance(exc, Busy) else code_of(exc))
 
 
 @app.exception_handler(Exception)
 async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     """Whatever escapes the middleware too (Starlette's outermost handler): a JSON 500, never plain text."""
-    return error(500, f"internal error: {type(exc).__name__}")
+    return error(500, f"internal error: {type(exc).__name__}", request=request)
 
 
 @app.exception_handler(RequestValidationError)
 async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     first = exc.errors()[0] if exc.errors() else {}
     where = ".".join(str(p) for p in first.get("loc", ()))
-    return error(422, f"{where}: {first.get('msg', 'invalid request')}")
+    return error(422, f"{where}: {first.get('msg', 'invalid request')}", request=request)
 
 
 @app.exception_handler(StarletteHTTPException)
 async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-    return error(exc.status_code, exc.detail if isinstance(exc.detail, str) else "request refused")
+    return error(exc.status_code, exc.detail if isinstance(exc.detail, str) else "request refused", request=request)
 
 
 @app.middleware("http")
 async def guard(request: Request, call_next):
     t0, replica = time.perf_counter(), _REPLICA
     if replica is None:
-        return error(503, "the replica is starting")
+        return error(503, "the replica is starting", request=request)
     threads = anyio.to_thread.current_default_thread_limiter()  # this event loop's; default 40
     if threads.total_tokens < replica.config.max_ongoing_requests + THREAD_HEADROOM:
         threads.total_tokens = replica.config.max_ongoing_requests + THREAD_HEADROOM  # a thread for every request
     if not authorized(request.url.path, request.headers.get("authorization"), replica.token):
-        response = error(401, "missing or wrong bearer token (Authorization: Bearer <GALAHAD_API_TOKEN>)")
+        response = error(401, "missing or wrong bearer token (Authorization: Bearer <GALAHAD_API_TOKEN>)",
+                         request=request)
     elif int(request.headers.get("content-length") or 0) > replica.config.max_body_bytes:
-        response = error(413, f"request body over {replica.config.max_body_bytes} bytes")
+        response = error(413, f"request body over {replica.config.max_body_bytes} bytes", request=request)
     else:
         try:
             response = await call_next(request)
         except Exception as exc:  # never a traceback over HTTP
-            response = error(500, f"internal error: {type(exc).__name__}")
+            response = error(500, f"internal error: {type(exc).__name__}", request=request)
     route = request.scope.get("route")
     replica.metrics.request(getattr(route, "path", "unrouted"), response.status_code, time.perf_counter() - t0)
     return response
@@ -138,9 +155,12 @@ async def json_body(request: Request, limit: int) -> Any:
         raise GalahadError(f"the request body has a value out of range ({str(exc)[:120]})") from None
 
 
+app.include_router(router)  # the OpenAI-compatible routes, methods of `OpenAIRoutes` (openai_routes.py)
+
+
 @serve.deployment
 @serve.ingress(app)
-class GalahadApi:
+class GalahadApi(OpenAIRoutes):
     """One answering replica: the pinned engine (loaded once), the catalog and the store."""
 
     def __init__(self, model: str, data: str, catalog_url: str, store: str, token: str | None,
@@ -153,6 +173,7 @@ class GalahadApi:
         # before Serve starts this replica's own gRPC server (after __init__): loopback, or this node's address
         bind_replica_grpc_to(LOOPBACK if is_loopback(config.host) else ray.util.get_node_ip_address())
         self.config, self.token = config, token
+        self.model_id, self.started = model, int(time.time())  # the model's name as `serve --model` gave it
         self.learner = learner  # the learner's supervisor (`learner.LearnerSupervisor`), None with --no-learn
         self.solves = 0  # admitted solves; touched only on the event loop
         catalog = Catalog(catalog_url)
@@ -175,22 +196,30 @@ class GalahadApi:
 
     @app.post("/v1/solve", response_model=SolveResponse)
     async def solve(self, request: Request) -> dict:
-        body = await json_body(request, self.config.max_body_bytes)
+        body = await self.read_json(request)
         try:
             req = SolveRequest.model_validate(body)
         except ValidationError as exc:
             first = exc.errors()[0]
             raise GalahadError(f"{'.'.join(str(p) for p in first['loc']) or 'body'}: {first['msg']}") from None
+        return await self.answer(req.problem, req.gold, "/v1/solve")
+
+    async def read_json(self, request: Request) -> Any:
+        return await json_body(request, self.config.max_body_bytes)
+
+    async def answer(self, problem: object, gold: object, endpoint: str) -> dict:
+        """The one answering path of every route (`/v1/solve`, the OpenAI routes): admission (Busy past
+        `max_queued_solves`), `Answering.solve` in the threadpool, the answer metrics by endpoint and path."""
         if self.solves >= self.config.max_queued_solves:
             raise Busy(f"this replica is already answering {self.solves} solves; retry later")
         self.solves += 1
         self.metrics.solving.inc()
         try:
-            out = await run_in_threadpool(self.answering.solve, req.problem, req.gold)
+            out = await run_in_threadpool(self.answering.solve, problem, gold)
         finally:
             self.solves -= 1
             self.metrics.solving.dec()
-        self.metrics.answer(out["path"], out["seconds"])
+        self.metrics.answer(out["path"], out["seconds"], endpoint)
         return out
 
     @app.post("/v1/problems", response_model=SubmitResponse)

@@ -1,4 +1,5 @@
-"""Prometheus metrics: requests and latency per endpoint, answers and latency per answer path, solves in
+"""Prometheus metrics: requests and latency per endpoint, answers and latency per answer path (and answers per
+route and path: `galahad_route_answers_total{endpoint, path}`, `/v1/solve` and the OpenAI routes), solves in
 flight, the learner's figures (queue depth, attempts, verified, deposited) read from the catalog at scrape
 time, and the learner's health (`galahad_learner_up`, `galahad_learner_restarts_total`) read from its
 supervisor at scrape time (absent when the service runs without a learner).
@@ -31,6 +32,10 @@ class _CatalogFigures:
             ("galahad_deposited", "artifacts deposited", s["artifacts"]),
         ):
             yield GaugeMetricFamily(name, doc, value=value)
+        yield GaugeMetricFamily("galahad_artifacts_evicted", "artifacts whose blob was evicted to fit the store budget",
+                                value=s.get("evicted", 0))
+        yield CounterMetricFamily("galahad_artifact_rebuilds", "evicted artifacts rebuilt exactly on their graft",
+                                  value=s.get("rebuilds", 0))
 
 
 class _LearnerFigures:
@@ -59,6 +64,8 @@ class Metrics:
         self.answers = Counter("galahad_answers", "answers by path", ["path"], registry=self.registry)
         self.answer_latency = Histogram("galahad_answer_seconds", "solve latency by answer path", ["path"],
                                         buckets=BUCKETS, registry=self.registry)
+        self.route_answers = Counter("galahad_route_answers", "answers by route (/v1/solve, the OpenAI routes) "
+                                     "and answer path", ["endpoint", "path"], registry=self.registry)
         self.solving = Gauge("galahad_solves_in_flight", "solves admitted by this replica (running or waiting "
                              "for the engine)", registry=self.registry)
         self.registry.register(_CatalogFigures(catalog_stats))
@@ -69,9 +76,10 @@ class Metrics:
         self.requests.labels(endpoint, str(status)).inc()
         self.latency.labels(endpoint).observe(seconds)
 
-    def answer(self, path: str, seconds: float) -> None:
+    def answer(self, path: str, seconds: float, endpoint: str = "/v1/solve") -> None:
         self.answers.labels(path).inc()
         self.answer_latency.labels(path).observe(seconds)
+        self.route_answers.labels(endpoint, path).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -1,0 +1,36 @@
+"""Saying so when memory is there but was compiled elsewhere: the one line `solve`, `serve` and the evals
+print when the catalog knows a problem only through artifacts of another model or runtime (a catalog
+moved to another machine, or kept across a torch upgrade), instead of silently answering from the base
+model: "N artifacts were made under another runtime (fields: cpu.model, torch): run `galahad catalog
+recompile`". The fields come from `catalog.runtimes` (the facts each engine recorded)."""
+
+from __future__ import annotations
+
+
+def foreign_message(catalog, fingerprints: tuple[str, str], artifacts: list[dict]) -> str | None:
+    """`artifacts`: rows with model_fingerprint and runtime_fingerprint (`catalog.recalls.elsewhere`)."""
+    if not artifacts:
+        return None
+    model, runtime = fingerprints
+    other_model = [a for a in artifacts if a["model_fingerprint"] != model]
+    other_runtime = [a for a in artifacts if a["model_fingerprint"] == model]
+    parts = []
+    if other_runtime:
+        fields = catalog.runtimes.explain(runtime, sorted({a["runtime_fingerprint"] for a in other_runtime}))
+        parts.append(f"{len(other_runtime)} artifact{'s were' if len(other_runtime) != 1 else ' was'} made under "
+                     f"another runtime (fields: {', '.join(fields) or 'unknown'}): run `galahad catalog recompile`")
+    if other_model:
+        parts.append(f"{len(other_model)} artifact{'s were' if len(other_model) != 1 else ' was'} made by another "
+                     "model (not graftable with this one)")
+    return "; ".join(parts)
+
+
+def record_runtime(catalog, engine) -> None:
+    """Record the engine's runtime facts in the catalog (once per fingerprint), so that another machine's
+    refusal can name the fields in which it differs."""
+    from galahad.workers.runtime import RuntimeConfig, runtime_facts, runtime_fingerprint
+
+    runtime = getattr(engine, "runtime", None)
+    if isinstance(runtime, RuntimeConfig) and getattr(engine, "runtime_fingerprint", None) == runtime_fingerprint(
+            runtime):  # a real engine (not a stand-in), whose fingerprint is the hash of these facts
+        catalog.runtimes.record(engine.runtime_fingerprint, runtime_facts(runtime))

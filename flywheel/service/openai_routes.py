@@ -1,0 +1,62 @@
+"""The OpenAI-compatible routes (`/v1/chat/completions`, `/v1/completions`, `/v1/models`), thin: read the body,
+let `openai_protocol` parse it, answer through the replica's one answering path (`GalahadApi.answer`: the same
+admission, `Answering.solve`, gold rules and metrics as `/v1/solve`), let `openai_protocol` shape the reply.
+
+`OpenAIRoutes` is mixed into `app.GalahadApi`; Serve's ingress binds inherited route methods to the replica.
+It needs from the replica: `model_id`, `answering`, `read_json(request)` and `answer(problem, gold, endpoint)`.
+A streamed answer is computed before the first byte is sent, so every refusal is a real HTTP status with an
+OpenAI error body, never an error inside a stream.
+"""
+
+import time
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from galahad.flywheel.service import openai_protocol as protocol
+
+router = APIRouter(tags=["OpenAI-compatible"])  # no `from __future__ import annotations` (see app.py)
+
+
+class OpenAIRoutes:
+    @router.post("/v1/chat/completions")
+    async def chat_completions(self, request: Request):
+        return await self._answer_openai(request, protocol.parse_chat, "/v1/chat/completions")
+
+    @router.post("/v1/completions")
+    async def completions(self, request: Request):
+        return await self._answer_openai(request, protocol.parse_completion, "/v1/completions")
+
+    @router.get("/v1/models")
+    def models(self) -> dict:
+        engine = self.answering.engine
+        return protocol.models_body(self.model_id, engine.model_fingerprint, engine.runtime_fingerprint,
+                                    self.started)
+
+    @router.get("/v1/models/{model_id:path}")
+    def model(self, model_id: str) -> dict:
+        if model_id != self.model_id:
+            raise protocol.UnknownModel(f"the model {model_id[:80]!r} is not served here; this service serves "
+                                        f"{self.model_id!r}")
+        engine = self.answering.engine
+        return protocol.model_entry(self.model_id, engine.model_fingerprint, engine.runtime_fingerprint,
+                                    self.started)
+
+    async def _answer_openai(self, request: Request, parse, endpoint: str):
+        body = await self.read_json(request)
+        solver = self.answering.solver
+        ask = parse(body, self.model_id, max(solver.max_tokens, solver.base_max_tokens))
+        out = await self.answer(ask.problem, ask.gold, endpoint)
+        rid, created = protocol.new_id(ask.kind), int(time.time())
+        if ask.stream:
+            events = await run_in_threadpool(protocol.stream_events, ask, out, self.model_id, self.count_tokens,
+                                             created, rid)
+            return StreamingResponse(iter(events), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache"})
+        return JSONResponse(await run_in_threadpool(protocol.completion_body, ask, out, self.model_id,
+                                                    self.count_tokens, created, rid))
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of `text` by the served model's tokenizer (no BOS)."""
+        return len(self.answering.engine.encode(text, bos=False))

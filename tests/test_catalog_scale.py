@@ -1,0 +1,100 @@
+"""A catalog of a million: classifying a new problem is one seek on the shape index (migration 0005), on
+SQLite and PostgreSQL: the statements and rows a classify reads do not grow with the catalog, the plan
+names the index, and rows written without a shape (an import) are shaped before they are needed."""
+
+from __future__ import annotations
+
+from sqlalchemy import event, insert
+
+from galahad.flywheel.catalog import Catalog, now, problem_hash
+from galahad.flywheel.catalog.schema import TABLES
+from galahad.flywheel.memory.solver import Solver
+from galahad.flywheel.problems.shapes import shape, shape_hash
+
+INDEX = "ix_problem_shapes_shape_hash"
+
+
+def _gsm_like(lo: int, hi: int) -> list[dict]:
+    """Problems like GSM8K's: every one its own template (its words differ, not only its numbers)."""
+    return [dict(text=f"Person{chr(97 + i % 26)}{i // 26} has {i} coins and finds 3 more. How many coins now?",
+                 answer=str(i + 3), source="bench", topic="word", template=f"gsm/{i}") for i in range(lo, hi)]
+
+
+class _Statements:
+    """Every SQL statement (with its parameters) the catalog's engine runs while listening."""
+
+    def __init__(self, engine):
+        self.engine, self.seen = engine, []
+
+    def __enter__(self):
+        event.listen(self.engine, "before_cursor_execute", self._on)
+        return self
+
+    def __exit__(self, *exc):
+        event.remove(self.engine, "before_cursor_execute", self._on)
+
+    def _on(self, conn, cursor, statement, parameters, context, executemany):
+        if statement.strip().upper() != "BEGIN":  # SQLite's explicit transaction start
+            self.seen.append((statement, parameters))
+
+
+def test_shape_is_the_numbers_masked():
+    assert shape("What is  12 + -3.5?") == shape("what is 7 + 9?") == "what is # + #?"
+    assert shape_hash("What is 1 + 2?") == shape_hash("WHAT IS 30 + 40?") != shape_hash("What is 1 - 2?")
+
+
+def test_classify_finds_the_oldest_problem_of_the_shape(catalog_url):
+    with Catalog(catalog_url) as cat:
+        cat.problems.add("What is 1 + 2?", "3", "me", "addition", "add/t0")
+        cat.problems.add("What is 5 + 6?", "11", "me", "addition", "add/t0")
+        cat.problems.add("What is 4 + 4?", "8", "other", "sums", "sums/x")  # same shape, a newer group
+        cat.problems.add("What is 9 - 2?", "7", "me", "subtraction", "sub/t0")
+        solver = Solver(None, cat, None)
+        assert solver.classify("what is 70 + 80?") == {"template": "add/t0", "topic": "addition"}
+        assert solver.classify("What is 70 - 8?") == {"template": "sub/t0", "topic": "subtraction"}
+        assert solver.classify("What is 70 * 8?") is None
+        # re-adding an existing problem keeps its shape row (and its age)
+        cat.problems.add("What is 4 + 4?", "8", "other", "sums", "sums/x")
+        assert cat.problems.classify("What is 2 + 2?")["template"] == "add/t0"
+
+
+def test_rows_written_without_a_shape_are_shaped_before_classify(catalog_url):
+    with Catalog(catalog_url) as cat:
+        t = now()
+        text = "Zed has 4 hats and buys 2 more. How many hats?"
+        with cat.write() as conn:  # as an import or a pre-0005 catalog leaves it: a problem row, no shape
+            conn.execute(insert(TABLES["problems"]), [dict(
+                id=problem_hash(text), text=text, answer="6", source="old", topic="word", template="hats",
+                status="pending", claims=0, created_at=t, updated_at=t)])
+        assert cat.problems.classify("Zed has 9 hats and buys 1 more. How many hats?") is None
+        solver = Solver(None, cat, None)
+        assert solver.classify("Zed has 9 hats and buys 1 more. How many hats?") == {"template": "hats",
+                                                                                      "topic": "word"}
+        assert cat.problems.ensure_shapes() == 0
+
+
+def test_classify_reads_one_row_whatever_the_catalog_size(catalog_url, backend):
+    with Catalog(catalog_url) as cat:
+        solver = Solver(None, cat, None)
+        per_size = []
+        for lo, hi in ((0, 20), (20, 600)):
+            cat.problems.add_many(_gsm_like(lo, hi))
+            solver._keyed = False  # a new process would shape and key once, before its first classify
+            solver.classify("warm up")
+            asked = "Personb0 has 99 coins and finds 3 more. How many coins now?"
+            with _Statements(cat.engine) as st:
+                assert solver.classify(asked) == {"template": "gsm/1", "topic": "word"}
+                assert solver.classify("Nobody has 1 coin. How many coins now?") is None
+            per_size.append(len(st.seen))
+            statement, params = st.seen[0]
+        assert per_size == [2, 2]  # one statement per classify, at 20 problems and at 600
+        assert "GROUP BY" not in statement.upper()
+        with cat.engine.connect() as conn:
+            if backend == "sqlite":
+                plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", params))
+                assert INDEX in plan and "SCAN problem_shapes" not in plan, plan
+            else:
+                conn.exec_driver_sql("ANALYZE problem_shapes")
+                conn.exec_driver_sql("SET enable_seqscan = off")  # small tables: ask whether the index can serve it
+                plan = " ".join(r[0] for r in conn.exec_driver_sql(f"EXPLAIN {statement}", params))
+                assert INDEX in plan and "Seq Scan on problem_shapes" not in plan, plan
