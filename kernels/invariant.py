@@ -143,6 +143,17 @@ class InvariantMode(KernelMode):
             )
         self._attn = attention.register()
 
+    # transformers' activation names whose kernels `_targets` wraps: F.silu (SiLUActivation, nn.SiLU),
+    # F.gelu (GELUActivation), GELUTanh's module forward, torch.tanh (NewGELUActivation).
+    activations = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new")
+
+    def check_activation(self, name: str) -> None:
+        if name not in self.activations:
+            from galahad.flywheel.errors import GalahadError
+
+            raise GalahadError(f"the invariant kernel mode does not cover the activation {name!r}; covered: "
+                               f"{', '.join(self.activations)}")
+
     def attn_implementation(self, requested: str) -> str:
         """Whatever was requested, attention must be the invariant kernel: eager/sdpa reduce over the
         cache length."""

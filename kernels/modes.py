@@ -23,6 +23,10 @@ class KernelMode:
         """The attention implementation the model must be loaded with under this mode."""
         return requested
 
+    def check_activation(self, name: str) -> None:
+        """Refuse, in one line (GalahadError), an MLP activation (transformers' `hidden_act` name, as the
+        architecture adapter reports it) whose kernels this mode does not cover. Stock covers all."""
+
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
         yield

@@ -26,10 +26,16 @@ class RopeKernel:
         return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
     def apply(self, x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
-        """Rotate x [..., seq, head_dim] to `positions` [seq]."""
+        """Rotate x [..., seq, head_dim] to `positions` [seq]. Partial rotary (a table of fewer than
+        head_dim / 2 frequencies, as Phi-3's `partial_rotary_factor`): the first 2 * len(inv_freq) dims are
+        rotated, the rest pass through unchanged."""
         cos, sin = self.cos_sin(positions, inv_freq)
         xf = x.to(torch.float32)
-        return (xf * cos + self._rotate_half(xf) * sin).to(x.dtype)
+        rot = cos.shape[-1]
+        if rot == x.shape[-1]:
+            return (xf * cos + self._rotate_half(xf) * sin).to(x.dtype)
+        head, tail = xf[..., :rot], xf[..., rot:]
+        return torch.cat([head * cos + self._rotate_half(head) * sin, tail], dim=-1).to(x.dtype)
 
     def rerotate(self, keys: torch.Tensor, delta: int, inv_freq: torch.Tensor) -> torch.Tensor:
         """Move already-rotated keys [..., seq, head_dim] by `delta` positions. delta=0 returns them unchanged,

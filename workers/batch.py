@@ -49,9 +49,9 @@ def select_row(cache: DynamicCache, row: int) -> DynamicCache:
     return _with_rows(cache, lambda t: t[row : row + 1].clone())
 
 
-def _stored(layer, slots: int) -> int:
-    """How many of `slots` logical slots a layer keeps: all, or a sliding layer's last `window - 1`."""
-    window = getattr(layer, "sliding_window", None)
+def _stored(window: int | None, slots: int) -> int:
+    """How many of `slots` logical slots a layer keeps: all, or a sliding layer's last `window - 1` (the
+    layer's window as the architecture adapter states it: `LoadedModel.windows`)."""
     return slots if window is None else min(slots, window - 1)
 
 
@@ -60,12 +60,12 @@ def _set_length(layer, slots: int) -> None:
         layer.cumulative_length = slots
 
 
-def _left_pad(cache: DynamicCache, slots: int, target: int) -> None:
+def _left_pad(cache: DynamicCache, windows: tuple[int | None, ...], slots: int, target: int) -> None:
     """Pad every layer on the left so the cache holds `target` logical slots, its real ones last."""
     if target == slots:
         return
-    for layer in cache.layers:
-        pad = _stored(layer, target) - layer.keys.shape[-2]
+    for window, layer in zip(windows, cache.layers, strict=True):
+        pad = _stored(window, target) - layer.keys.shape[-2]
         if pad:
             layer.keys = F.pad(layer.keys, (0, 0, pad, 0))
             layer.values = F.pad(layer.values, (0, 0, pad, 0))
@@ -117,8 +117,9 @@ class DecodeBatch:
             return
         assert self.cache is not None
         target = max(self.slots, slots)
-        _left_pad(self.cache, self.slots, target)
-        _left_pad(new, slots, target)
+        windows = self.engine.loaded.windows
+        _left_pad(self.cache, windows, self.slots, target)
+        _left_pad(new, windows, slots, target)
         for mine, theirs in zip(self.cache.layers, new.layers, strict=True):
             mine.keys = torch.cat([mine.keys, theirs.keys], dim=0)
             mine.values = torch.cat([mine.values, theirs.values], dim=0)

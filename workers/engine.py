@@ -83,7 +83,9 @@ class Engine:
         self.model = loaded.model
         self.tokenizer = loaded.tokenizer
         self.device = torch.device(runtime.device)
-        self.runtime_fingerprint = runtime_fingerprint(runtime)
+        self.arch = loaded.arch  # the family's adapter (workers/arch/)
+        self.arch_facts = loaded.arch.runtime_facts(loaded.model.config)
+        self.runtime_fingerprint = runtime_fingerprint(runtime, self.arch_facts)
         self.kernels = get_mode(runtime.kernel_mode)
 
     @property
@@ -133,7 +135,7 @@ class Engine:
         as its causal-LM forward applies them, on hidden states [rows, hidden]. Called inside `active()`."""
         lm = self.model.lm_head
         logits = self.kernels.lm_head(hidden, lm.weight, lm.bias)
-        cap = getattr(self.model.config, "final_logit_softcapping", None)
+        cap = self.arch.final_softcap(self.model.config)
         if cap is not None:
             logits = torch.tanh(logits / cap) * cap
         return logits

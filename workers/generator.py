@@ -78,8 +78,8 @@ class Generator:
             return None
         tails = [i[done:] for i in ids]
         width = max(len(t) for t in tails)
-        windows = [int(k.split(":")[1]) for k in self.engine.loaded.layer_kinds if k.startswith("sliding:")]
-        if width > self.engine.runtime.prefill_chunk or (windows and done + width + max_tokens >= min(windows)):
+        window = self.engine.loaded.sliding_window  # the adapter's smallest window (None: all full)
+        if width > self.engine.runtime.prefill_chunk or (window is not None and done + width + max_tokens >= window):
             return None
         shared = repeat_rows(examples, len(problems))
         logits, mask = self.engine.prefill_rows(shared, tails, done)

@@ -4,6 +4,10 @@ Own-position graft is exact: restored tensors are the very bytes the cache held,
 were computed at, so the next forward sees an identical cache. Sliding-window layers keep only their
 last W-1 positions, so each artifact stores, for those layers, the last min(span, W-1) positions of its
 span, and a restore keeps the last W-1 of the chain: always a contiguous suffix of the chain.
+
+Which layers are sliding (and their windows), the KV heads and head size, and each layer's RoPE table
+(for the explicit inexact shift) come from the model's architecture adapter (workers/arch/), never from
+the config's own field names.
 """
 
 from __future__ import annotations
@@ -17,15 +21,10 @@ from galahad.kernels.rope import RopeKernel
 from galahad.workers.engine import Engine
 
 
-def _window(kind: str) -> int | None:
-    return int(kind.split(":", 1)[1]) if kind.startswith("sliding:") else None
-
-
 def capture(engine: Engine, cache: DynamicCache, start: int, end: int) -> tuple[list, list]:
     """The K/V a span [start, end) left in the cache, in the shape the artifact stores them."""
     keys, values = [], []
-    for kind, layer in zip(engine.loaded.layer_kinds, cache.layers, strict=True):
-        w = _window(kind)
+    for w, layer in zip(engine.loaded.windows, cache.layers, strict=True):
         if w is None:
             if layer.keys.shape[-2] != end:
                 raise ValueError(f"full layer holds {layer.keys.shape[-2]} positions, expected {end}")
@@ -75,12 +74,10 @@ def check_model_layout(engine: Engine, art: Artifact) -> None:
     """Each layer's K/V must be what this model's cache holds: its KV heads and head size, the runtime's
     dtype, and the span length the layer kind keeps (decode already checked them against the metadata)."""
     cfg = engine.model.config
-    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-    dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    heads, dim = engine.loaded.arch.kv_heads(cfg), engine.loaded.arch.head_dim(cfg)
     dtype = getattr(torch, engine.runtime.dtype)
     n = len(art.meta.token_ids)
-    for i, (kind, k, v) in enumerate(zip(engine.loaded.layer_kinds, art.keys, art.values, strict=True)):
-        w = _window(kind)
+    for i, (w, k, v) in enumerate(zip(engine.loaded.windows, art.keys, art.values, strict=True)):
         want = (1, heads, n if w is None else min(n, w - 1), dim)
         for name, t in (("keys", k), ("values", v)):
             if tuple(t.shape) != want or t.dtype != dtype:
@@ -109,10 +106,11 @@ def check_chain(engine: Engine, chain: list[Artifact]) -> None:
         raise GalahadError(f"chain of {chain[-1].meta.end} tokens exceeds the context window")
 
 
-def _inv_freq(engine: Engine, layer_idx: int) -> torch.Tensor:
-    rotary = engine.model.model.rotary_emb
-    layer_type = engine.model.config.layer_types[layer_idx]
-    return getattr(rotary, f"{layer_type}_inv_freq")
+def _inv_freq(engine: Engine, layer_idx: int) -> torch.Tensor | None:
+    """The RoPE table layer `layer_idx`'s keys were rotated with (None: a layer without RoPE)."""
+    arch = engine.loaded.arch
+    table = arch.layers(engine.model.config)[layer_idx].rope
+    return None if table is None else arch.inv_freq(engine.model, table)
 
 
 def _join(parts: list[torch.Tensor], keep: int | None) -> torch.Tensor:
@@ -134,15 +132,15 @@ def restore(engine: Engine, chain: list[Artifact], shift: int = 0, rope: RopeKer
     cache = engine.new_cache()
     end = chain[-1].meta.end
     rope = rope or RopeKernel()
-    for i, (kind, layer) in enumerate(zip(engine.loaded.layer_kinds, cache.layers, strict=True)):
-        w = _window(kind)
+    for i, (w, layer) in enumerate(zip(engine.loaded.windows, cache.layers, strict=True)):
         keep = None if w is None else w - 1
         k = _join([a.keys[i] for a in chain], keep)
         v = _join([a.values[i] for a in chain], keep)
         if w is not None:
             layer.cumulative_length = end
-        if shift:
-            k = rope.rerotate(k, shift, _inv_freq(engine, i))
+        inv_freq = _inv_freq(engine, i) if shift else None
+        if inv_freq is not None:  # a NoPE layer's keys carry no position: nothing to move
+            k = rope.rerotate(k, shift, inv_freq)
         layer.lazy_initialization(k, v)
         layer.keys, layer.values = k.to(engine.device), v.to(engine.device)
     return cache

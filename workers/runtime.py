@@ -2,8 +2,10 @@
 
 Everything that can change the bits of a forward pass is either pinned here or recorded in the
 fingerprint: dtype, attention implementation, kernel mode, thread counts, `MKL_CBWR`, prefill chunk
-schedule, torch/transformers versions, torch's build config and the CPU's ISA. Two artifacts graft into
-each other's contexts only when their runtime fingerprints are equal.
+schedule, torch/transformers versions, torch's build config and the CPU's ISA, and what the model's
+architecture adapter makes bit-relevant (`Architecture.runtime_facts`: which adapter at which version laid
+the KV out; empty for Gemma 3, the reference layout, whose fingerprints predate adapters). Two artifacts
+graft into each other's contexts only when their runtime fingerprints are equal.
 """
 
 from __future__ import annotations
@@ -120,12 +122,13 @@ def cpu_key(identity: dict | None = None) -> str:
     return "-".join("".join(ch for ch in part if ch.isalnum()) or "x" for part in parts) + "-" + digest
 
 
-def runtime_facts(config: RuntimeConfig) -> dict:
-    """What the fingerprint hashes, kept readable so a mismatch can be explained."""
+def runtime_facts(config: RuntimeConfig, arch: dict | None = None) -> dict:
+    """What the fingerprint hashes, kept readable so a mismatch can be explained. `arch`: the adapter's
+    facts (recorded under "arch" only when there are any, so Gemma 3's fingerprints are unchanged)."""
     import torch
     import transformers
 
-    return {
+    facts = {
         "config": asdict(config),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
@@ -137,8 +140,11 @@ def runtime_facts(config: RuntimeConfig) -> dict:
         "cuda": torch.version.cuda if config.device.startswith("cuda") else None,
         "gpu": torch.cuda.get_device_name(torch.device(config.device)) if config.device.startswith("cuda") else None,
     }
+    if arch:
+        facts["arch"] = dict(arch)
+    return facts
 
 
-def runtime_fingerprint(config: RuntimeConfig) -> str:
-    facts = runtime_facts(config)
+def runtime_fingerprint(config: RuntimeConfig, arch: dict | None = None) -> str:
+    facts = runtime_facts(config, arch)
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()

@@ -31,6 +31,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.samples < 1:
         raise GalahadError("--samples must be at least 1")
+    from galahad.workers.model_loader import check_spec
+
+    check_spec(args.model)  # an unsupported architecture is refused here, before the depositor starts
     runtime = DEFAULT_RUNTIME.with_(kernel_mode=args.mode)
     pin_process_env(runtime)
     from galahad.flywheel.artifacts.store import LocalStore
@@ -44,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         store = LocalStore(tmp)
         ids = run_depositor(args.model, paths.models, args.mode, args.samples, args.seed, Path(tmp))
         engine = Engine(load_model(args.model, paths.models, runtime), runtime)
-        window = engine.model.config.sliding_window or 64
+        window = engine.loaded.sliding_window or 64  # the architecture adapter's smallest window
         cases = make_cases(engine.model.config.vocab_size, window, args.samples, args.seed)
         report = prove(engine, cases, ids, store)
     report["seconds"] = round(time.perf_counter() - t0, 2)

@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "galahad.flywheel.cli.cmd_solve",
     "galahad.flywheel.cli.cmd_serve",
     "galahad.flywheel.cli.cmd_eval",
+    "galahad.flywheel.cli.cmd_models",
 )
 
 

@@ -137,7 +137,8 @@ def summarize(rows: list[dict], engine: Engine, tbt_checked: bool) -> dict:
         "model": engine.loaded.name,
         "model_fingerprint": engine.model_fingerprint,
         "runtime_fingerprint": engine.runtime_fingerprint,
-        "runtime_facts": runtime_facts(engine.runtime),  # what the fingerprint hashes: a mismatch names its fields
+        # what the fingerprint hashes (the adapter's facts included): a mismatch names its fields
+        "runtime_facts": runtime_facts(engine.runtime, engine.arch_facts),
         "mode": engine.runtime.kernel_mode,
         "samples": len(rows),
         "sha256_equal": sum(r["sha256_equal"] for r in rows),

@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
     from galahad.workers.model_loader import load_model
 
     engine = Engine(load_model(spec, Path(cache), runtime), runtime)
-    window = engine.model.config.sliding_window or 64
+    window = engine.loaded.sliding_window or 64  # the architecture adapter's smallest window
     cases = make_cases(engine.model.config.vocab_size, window, int(samples), int(seed))
     print(json.dumps(deposit_cases(engine, cases, LocalStore(store_dir))))
     return 0
