@@ -10,11 +10,14 @@ import io
 import pytest
 import torch
 
+from galahad.flywheel.artifacts.store import LocalStore
+from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.cli.eval_support import ProgressLines, progress_bar
-from galahad.flywheel.evals import prefix
 from galahad.flywheel.evals.evidence import output_hash
 from galahad.flywheel.evals.spec import Spec, execute
+from galahad.flywheel.memory import prefix
 from galahad.flywheel.memory.recall import graft_decode, render
+from galahad.flywheel.memory.solver import Solver
 from galahad.flywheel.problems import prompts
 from galahad.workers.engine import Engine
 from galahad.workers.model_loader import load_model
@@ -65,6 +68,21 @@ def test_records_without_the_flag_keep_the_one_span_schedule(engine):
         old = execute(engine, None, _spec(p, False))
         r = graft_decode(engine, None, None, render(p, "few-shot"), 6)
         assert old["output_token_ids"] == r.output_token_ids
+
+
+def test_solves_base_route_is_the_evals_base_condition(engine, tmp_path):
+    """One code path: a problem memory does not know is answered by `solve` with the very bytes the evals'
+    base condition records for it (the same two-span schedule, the same kept prefix)."""
+    with Catalog(f"sqlite:///{tmp_path / 'catalog.sqlite3'}") as catalog:
+        solver = Solver(engine, catalog, LocalStore(tmp_path / "store"))
+        for p in PROBLEMS:
+            route = list(solver.routes(p))[-1]
+            assert route.path == "base" and route.shared_prefix
+            answer = solver.answer_route(route)
+            rec = execute(engine, None, Spec("id", "base", p, "0", "few-shot", None, 0.0, 0, route.max_tokens,
+                                             shared_prefix=True))
+            assert answer.output_text == rec["output_text"]
+            assert answer.decode_tokens == len(rec["output_token_ids"])
 
 
 def test_progress_lines_reach_a_stream_that_is_not_a_terminal():

@@ -63,7 +63,7 @@ def execute(engine, store, spec: Spec, meter=None) -> dict:
 
     with Stopwatch(meter) as sw:
         if spec.shared_prefix and spec.prompt == "few-shot" and spec.graft_tail is None:
-            from galahad.flywheel.evals.prefix import few_shot_decode
+            from galahad.flywheel.memory.prefix import few_shot_decode
 
             r = few_shot_decode(engine, spec.text, spec.max_tokens, spec.temperature, spec.seed)
         else:

@@ -57,8 +57,9 @@ def plan(catalog, cfg: TransferConfig, fingerprints: tuple[str, str] | None = No
     for p in heldout(catalog, cfg):
         meta = {k: p[k] for k in ("family", "split", "topic", "template")}
 
-        def spec(condition, prompt, tail, _p=p):
-            return Spec(_p["id"], condition, _p["text"], _p["answer"], prompt, tail, 0.0, 0, cfg.max_tokens)
+        def spec(condition, prompt, tail, _p=p):  # no memory and the few-shot prompt: the solver's base route
+            return Spec(_p["id"], condition, _p["text"], _p["answer"], prompt, tail, 0.0, 0, cfg.max_tokens,
+                        shared_prefix=tail is None and prompt == "few-shot")
 
         out.append((spec("base", "few-shot", None), meta))
         out.append((spec("empty", "query", None), meta))

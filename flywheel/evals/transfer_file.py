@@ -87,7 +87,8 @@ def run(engine, catalog, store, verifier, problems: list[dict], cfg: FileTransfe
             continue
         tried = []
         for route in solver.routes(p["text"]):
-            s = spec("system", route.prompt, route.tail, decoded=route.decoded, max_tokens=route.max_tokens)
+            s = spec("system", route.prompt, route.tail, decoded=route.decoded, max_tokens=route.max_tokens,
+                     shared_prefix=route.shared_prefix)
             rec = make_record(engine, store, verifier, s, meter)
             tried.append(route.path)
             if route.gold is None or judge(verifier, route.gold, rec["output_text"])["verified"]:

@@ -27,6 +27,7 @@ from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.config import BUDGETS
 from galahad.flywheel.memory.policy import RecallPolicy, RetrievalPolicy, library_prefix
+from galahad.flywheel.memory.prefix import few_shot_decode
 from galahad.flywheel.memory.recall import graft_decode, render
 from galahad.flywheel.problems import canonical
 from galahad.flywheel.problems.shapes import shape
@@ -69,6 +70,12 @@ class Route:
     gold: str | None = None  # the matched problem's verified answer: a route is taken only if it verifies
     matched_problem: str | None = None
     gold_source: str | None = None
+
+    @property
+    def shared_prefix(self) -> bool:
+        """The base model's route (no memory, the few-shot prompt): answered under the two-span schedule of
+        `prefix.py`, the few-shot prefix prefilled once per process, as the evals' base condition is."""
+        return self.tail is None and self.prompt == "few-shot"
 
 
 def provenance(hit: dict) -> str | None:
@@ -190,7 +197,11 @@ class Solver:
         yield Route("base", None, text, "few-shot", self.base_max_tokens)
 
     def answer_route(self, route: Route) -> Answer:
-        r = graft_decode(self.engine, self.store, route.tail, render(route.decoded, route.prompt), route.max_tokens)
+        if route.shared_prefix:  # the base model: the few-shot prefix kept per process, the question after it
+            r = few_shot_decode(self.engine, route.decoded, route.max_tokens)
+        else:
+            r = graft_decode(self.engine, self.store, route.tail, render(route.decoded, route.prompt),
+                             route.max_tokens)
         ans = Answer(r.answer, route.path, len(r.output_token_ids), r.seconds, r.output_text, r.artifacts,
                      r.start, matched_problem=route.matched_problem)
         if route.gold is not None:  # a recall of this same problem (hash or key): checked against its gold
