@@ -23,7 +23,8 @@ restarts (`/readyz`), and os.getloadavg().
 At the end: the report JSON (`--out`, default reports/soak-MODEL.json), a PNG beside it (RSS, store, verified/h,
 p99 latency vs minutes), and the RSS slope: least squares, MB per hour, over the intervals after the first
 10 minutes (the first third when the run is shorter than 30 minutes). The last stdout line with --json is
-the summary. Exit 1 when the server died or any request erred.
+the summary; its errors and busy include the requests that ended after the last sample (drained at the
+end, or failed when the server died: `after_last_interval`). Exit 1 when the server died or any request erred.
 """
 
 from __future__ import annotations
@@ -228,6 +229,11 @@ def main() -> int:
         drain_by = time.monotonic() + 300  # requests in flight finish (or time out) first
         for t in threads:
             t.join(timeout=max(0.0, drain_by - time.monotonic()))
+        late_rows = tally.take()  # requests that ended after the last sample (drained, or failed at a death)
+        report["after_last_interval"] = {
+            "requests": len(late_rows), "busy": sum(1 for r in late_rows if load.is_busy(r[0], r[1])),
+            "errors": sum(1 for r in late_rows if load.is_error(r[0], r[1]))}
+        report["error_samples"] = tally.error_samples[:20]
         report["serve_log_tail"] = server.tail()[-1500:]
         rc = server.stop()
         report["serve_exit"] = rc
@@ -248,8 +254,10 @@ def main() -> int:
         "rss_slope_mb_per_h": report["rss_slope_mb_per_h"], "pss_slope_mb_per_h": report["pss_slope_mb_per_h"],
         "rss_mb_first": rows[0]["rss_mb"] if rows else None, "rss_mb_last": rows[-1]["rss_mb"] if rows else None,
         "store_mb_last": rows[-1]["store_mb"] if rows else None, "verified": rows[-1]["verified"] if rows else 0,
-        "answers": sum(r["answers"] for r in rows), "busy": sum(r["busy"] for r in rows),
-        "errors": sum(r["errors"] for r in rows), "server_died": report["server_died"],
+        "answers": sum(r["answers"] for r in rows),
+        "busy": sum(r["busy"] for r in rows) + report["after_last_interval"]["busy"],
+        "errors": sum(r["errors"] for r in rows) + report["after_last_interval"]["errors"],
+        "server_died": report["server_died"],
         "load_last": rows[-1]["load"] if rows else None, "report": str(out), "png": str(out.with_suffix(".png")),
     }
     report["summary"] = summary

@@ -187,6 +187,11 @@ def test_library_chains(cat, store):
     assert tail["id"] == ids["second_chain"][0] and (tail["chain_index"], tail["position"]) == (1, 0)
     assert cat.libraries.tail("arith", 0)["id"] == ids["chain"][-1]
     assert cat.libraries.tail("nope") is None and cat.libraries.chain("nope") == []
+    # routing's one statement over several libraries: the first with a chain made under the fingerprints
+    fps = (W.FP_MODEL, W.FP_RUNTIME)
+    assert cat.libraries.first_chain(["nope", "arith"], fps) == ("arith", cat.libraries.chain("arith", fingerprints=fps))
+    assert cat.libraries.first_chain(["nope"], fps) is None and cat.libraries.first_chain([], fps) is None
+    assert cat.libraries.first_chain(["arith"], ("0" * 64, W.FP_RUNTIME)) is None  # another model's chains
     # Appending must extend the tail; the same artifact again is a no-op.
     stray_id, stray = W.make_artifact(seed=300)
     cat.artifacts.deposit(store, store.put(stray))

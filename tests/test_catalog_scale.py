@@ -4,6 +4,7 @@ names the index, and rows written without a shape (an import) are shaped before 
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import event, insert
 
 from galahad.flywheel.catalog import Catalog, now, problem_hash
@@ -82,7 +83,7 @@ def test_classify_reads_one_row_whatever_the_catalog_size(catalog_url, backend):
             solver._keyed = False  # a new process would shape and key once, before its first classify
             solver.classify("warm up")
             asked = "Personb0 has 99 coins and finds 3 more. How many coins now?"
-            with _Statements(cat.engine) as st:
+            with _Statements(cat.reader) as st:
                 assert solver.classify(asked) == {"template": "gsm/1", "topic": "word"}
                 assert solver.classify("Nobody has 1 coin. How many coins now?") is None
             per_size.append(len(st.seen))
@@ -98,3 +99,25 @@ def test_classify_reads_one_row_whatever_the_catalog_size(catalog_url, backend):
                 conn.exec_driver_sql("SET enable_seqscan = off")  # small tables: ask whether the index can serve it
                 plan = " ".join(r[0] for r in conn.exec_driver_sql(f"EXPLAIN {statement}", params))
                 assert INDEX in plan and "Seq Scan on problem_shapes" not in plan, plan
+
+
+def test_reads_autocommit_on_postgresql_writes_stay_transactions(catalog_url, backend):
+    """PostgreSQL reads go through an autocommit pool (no BEGIN/ROLLBACK round trips); writes stay on the
+    transactional engine, so a failed write leaves nothing behind. SQLite reads and writes share one engine."""
+    with Catalog(catalog_url) as cat:
+        if backend == "sqlite":
+            assert cat.reader is cat.engine
+        else:
+            assert cat.reader is not cat.engine
+            with cat.reader.connect() as conn:
+                assert conn.connection.dbapi_connection.autocommit is True  # psycopg sends no BEGIN
+            with cat.engine.connect() as conn:
+                assert conn.connection.dbapi_connection.autocommit is False
+        t = now()
+        row = dict(id=problem_hash("rolled back"), text="rolled back", answer="1", source="t", topic="t",
+                   template="t", status="pending", claims=0, created_at=t, updated_at=t)
+        with pytest.raises(RuntimeError), cat.write() as conn:
+            conn.execute(insert(TABLES["problems"]), [row])
+            raise RuntimeError("the write fails after its insert")
+        assert cat.problems.by_hash(row["id"]) is None  # nothing of the failed transaction is visible
+

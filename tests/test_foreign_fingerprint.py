@@ -59,6 +59,7 @@ def test_deposit_and_solve_ignore_a_foreign_fingerprint_library(tmp_path, model_
         assert placed[0].start == 0 and placed[1].start == placed[0].start + placed[0].tokens
         fps = (dep.engine.model_fingerprint, dep.engine.runtime_fingerprint)
         assert cat.libraries.chain(LIB, fingerprints=fps) == [d.artifact_id for d in placed]
+        assert cat.libraries.first_chain([LIB], fps) == (LIB, [d.artifact_id for d in placed])  # what routing reads
         assert cat.libraries.chain(LIB, 0) == foreign
         solver = Solver(dep.engine, cat, store)
         rec = solver.recurrence("What is 3 + 4?")  # verified twice: by the foreign model and by ours

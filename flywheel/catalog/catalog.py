@@ -28,7 +28,7 @@ from sqlalchemy import exc as sa_exc
 
 from galahad.flywheel.artifacts.store import PUT_THREADS
 from galahad.flywheel.catalog.artifacts import Artifacts, store_location
-from galahad.flywheel.catalog.db import now, open_engine, redact, write_transaction
+from galahad.flywheel.catalog.db import now, open_engine, reader_engine, redact, write_transaction
 from galahad.flywheel.catalog.evictions import Evictions
 from galahad.flywheel.catalog.libraries import Libraries
 from galahad.flywheel.catalog.part import PREFIX, id_prefix, new_id
@@ -52,7 +52,8 @@ class Catalog:
     def __init__(self, url: str, *, migrate: bool = True, create: bool = True):
         """`create=False`: refuse a catalog that does not exist or has no Galahad tables (`db.open_engine`)."""
         self.url = url
-        self.engine = open_engine(url, migrate=migrate, create=create)
+        self.engine = open_engine(url, migrate=migrate, create=create)  # transactions: every write
+        self.reader = reader_engine(self.engine, url)  # single-statement reads (`catalog.<part>` lookups)
         self.dialect = self.engine.dialect.name
         self.problems = Problems(self)
         self.runs = Runs(self)
@@ -65,6 +66,8 @@ class Catalog:
         self.evictions = Evictions(self)
 
     def close(self) -> None:
+        if self.reader is not self.engine:
+            self.reader.dispose()
         self.engine.dispose()
 
     def __enter__(self) -> Catalog:

@@ -3,12 +3,18 @@
 SQLite gets WAL (readers never block the writer), a busy timeout (writers queue instead of failing with
 "database is locked"), foreign keys, and `BEGIN IMMEDIATE` for write transactions: a deferred transaction
 that reads first and writes later can hit SQLITE_BUSY without waiting, whatever the busy timeout says.
-PostgreSQL goes through psycopg 3. Every connection failure becomes one GalahadError line.
+PostgreSQL goes through psycopg 3, with two pools: transactions (writes, multi-statement work) on the
+catalog's engine, and single-statement reads on an autocommit reader (`reader_engine`): under READ
+COMMITTED each statement has its own snapshot anyway, and autocommit spares a read the BEGIN and ROLLBACK
+round trips. A pooled PostgreSQL connection idle for `PING_IDLE_S` is pinged on checkout (a server that
+restarted is noticed before the statement, not by it); a busy pool is not pinged on every checkout.
+Every connection failure becomes one GalahadError line.
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -21,7 +27,7 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, NoSuchModuleError, SQLAlchemyError
 
 import galahad.migrations
 from galahad.flywheel.errors import GalahadError
@@ -54,8 +60,12 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(inner).__name__
 
 
-def make_engine(url: str) -> Engine:
-    """An engine with Galahad's connection settings; no connection is made yet."""
+PING_IDLE_S = 5.0  # a pooled PostgreSQL connection unused this long is pinged when it is checked out
+
+
+def make_engine(url: str, autocommit: bool = False) -> Engine:
+    """An engine with Galahad's connection settings; no connection is made yet. `autocommit`: the
+    PostgreSQL reader's (`reader_engine`), never one that writes."""
     u = parse_url(url)
     kwargs: dict = {}
     if u.get_backend_name() == "sqlite":
@@ -66,14 +76,44 @@ def make_engine(url: str) -> Engine:
         kwargs["connect_args"] = {"timeout": BUSY_TIMEOUT_MS / 1000}
     elif u.get_backend_name() == "postgresql":
         kwargs["connect_args"] = {"connect_timeout": 10, "application_name": "galahad"}
-        kwargs["pool_pre_ping"] = True
+        if autocommit:
+            kwargs["isolation_level"] = "AUTOCOMMIT"
     try:
         engine = create_engine(u, **kwargs)
     except (NoSuchModuleError, ArgumentError, ImportError) as exc:
         raise GalahadError(f"unsupported catalog URL {redact(u)}: {_first_line(exc)}") from exc
     if engine.dialect.name == "sqlite":
         _sqlite_setup(engine)
+    elif engine.dialect.name == "postgresql":
+        _ping_when_idle(engine)
     return engine
+
+
+def reader_engine(engine: Engine, url: str) -> Engine:
+    """The engine single-statement reads use: PostgreSQL's autocommit pool beside `engine`; SQLite's own
+    engine (its read transaction is in-process and holds one WAL snapshot)."""
+    return make_engine(url, autocommit=True) if engine.dialect.name == "postgresql" else engine
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """SQLAlchemy's pessimistic disconnect check (`pool_pre_ping`), only for a connection idle for
+    `PING_IDLE_S`: a dead one is replaced before its statement runs."""
+
+    @event.listens_for(engine, "checkin")
+    def _checkin(_dbapi_conn, record) -> None:
+        record.info["checked_in"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_conn, record, _proxy) -> None:
+        last = record.info.get("checked_in")
+        if last is None or time.monotonic() - last < PING_IDLE_S:
+            return  # a new connection, or one used a moment ago
+        try:
+            alive = engine.dialect.do_ping(dbapi_conn)
+        except Exception as exc:  # noqa: BLE001 (any failure of the ping means: not this connection)
+            raise DisconnectionError() from exc
+        if not alive:
+            raise DisconnectionError()
 
 
 def _sqlite_setup(engine: Engine) -> None:

@@ -98,6 +98,27 @@ class Libraries(Part):
                 stmt = stmt.join(ART, ART.c.id == ENT.c.artifact_id).where(made_under(fingerprints))
             return list(conn.execute(stmt.order_by(ENT.c.position)).scalars())
 
+    def first_chain(self, names: list[str], fingerprints: Fingerprints) -> tuple[str, list[str]] | None:
+        """The first of `names` (in that order) holding a chain made under `fingerprints`: (name, the
+        artifact ids of its current chain in order, those made under them), what `chain(name,
+        fingerprints=...)` gives for it; None when none does. One statement for all the names (what
+        routing a new problem asks of its template's and its topic's libraries)."""
+        if not names:
+            return None
+        heads = (select(ENT.c.library, func.max(ENT.c.chain_index).label("idx"))
+                 .join(ART, ART.c.id == ENT.c.artifact_id)
+                 .where(ENT.c.library.in_(names), made_under(fingerprints))
+                 .group_by(ENT.c.library).subquery())
+        stmt = (select(ENT.c.library, ENT.c.artifact_id)
+                .join(heads, (heads.c.library == ENT.c.library) & (heads.c.idx == ENT.c.chain_index))
+                .join(ART, ART.c.id == ENT.c.artifact_id).where(made_under(fingerprints))
+                .order_by(ENT.c.library, ENT.c.position))
+        found: dict[str, list[str]] = {}
+        with self.engine.connect() as conn:
+            for library, artifact_id in conn.execute(stmt):
+                found.setdefault(library, []).append(artifact_id)
+        return next(((n, found[n]) for n in names if found.get(n)), None)
+
     def slot(self, name: str, chain_index: int, position: int) -> str | None:
         """The artifact at one position of one chain of a library, or None."""
         with self.engine.connect() as conn:

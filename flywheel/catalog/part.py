@@ -36,7 +36,9 @@ class Part:
 
     @property
     def engine(self) -> Engine:
-        return self._catalog.engine
+        """What a part's reads connect to: the catalog's reader (`db.reader_engine`). Writes go through
+        `write()`, a transaction on the catalog's engine."""
+        return self._catalog.reader
 
     def write(self) -> AbstractContextManager[Connection]:
         return self._catalog.write()

@@ -9,11 +9,21 @@ from __future__ import annotations
 
 from galahad.flywheel.config import RecallPolicy, RetrievalPolicy
 
-__all__ = ["RecallPolicy", "RetrievalPolicy", "library_prefix"]
+__all__ = ["RecallPolicy", "RetrievalPolicy", "first_library_prefix", "library_prefix"]
+
+
+def first_library_prefix(catalog, libraries: list[str], n: int, fingerprints: tuple[str, str]) -> str | None:
+    """The tail artifact of the first n solutions of the newest chain made under `fingerprints` (the
+    engine's model, runtime) of the first of `libraries` that has one; None when none has. One catalog
+    statement for all of them (`Libraries.first_chain`)."""
+    found = catalog.libraries.first_chain(libraries, fingerprints)
+    return found[1][:n][-1] if found else None
 
 
 def library_prefix(catalog, library: str, n: int, fingerprints: tuple[str, str] | None = None) -> str | None:
     """The tail artifact of the first n solutions of the library's newest chain (None: empty library).
     With `fingerprints` (the engine's model, runtime): the newest chain made under them."""
-    chain = catalog.libraries.chain(library, fingerprints=fingerprints)
+    if fingerprints is not None:
+        return first_library_prefix(catalog, [library], n, fingerprints)
+    chain = catalog.libraries.chain(library)
     return chain[:n][-1] if chain else None

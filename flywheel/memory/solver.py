@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.config import BUDGETS
-from galahad.flywheel.memory.policy import RecallPolicy, RetrievalPolicy, library_prefix
+from galahad.flywheel.memory.policy import RecallPolicy, RetrievalPolicy, first_library_prefix
 from galahad.flywheel.memory.prefix import few_shot_decode
 from galahad.flywheel.memory.recall import graft_decode, render
 from galahad.flywheel.problems import canonical
@@ -167,11 +167,8 @@ class Solver:
         return {"template": found["template"], "topic": found["topic"]} if found else None
 
     def transfer_chain(self, template: str | None, topic: str | None, policy: RetrievalPolicy) -> str | None:
-        for name in policy.libraries(template, topic):
-            tail = library_prefix(self.catalog, name, policy.max_solutions, self.fingerprints)
-            if tail:
-                return tail
-        return None
+        return first_library_prefix(self.catalog, policy.libraries(template, topic), policy.max_solutions,
+                                    self.fingerprints)
 
     # -- the one order -------------------------------------------------------------------------------
 
