@@ -32,7 +32,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from serve_harness import Served, seed_solution  # noqa: E402
+from serve_harness import Served, seed_solution, serve_env  # noqa: E402
 
 
 def pick(n_hits: int, n_misses: int) -> tuple[list, list]:
@@ -113,7 +113,7 @@ def main() -> int:
 
     pin_process_env()
     cache = Path(os.environ.get("GALAHAD_MODEL_CACHE", "~/.cache/galahad-models")).expanduser()
-    env = {**{k: v for k, v in os.environ.items() if k != "GALAHAD_API_TOKEN"}, "GALAHAD_MODEL_CACHE": str(cache)}
+    env = serve_env(cache)
     data = Path(tempfile.mkdtemp(prefix="bench-serve-")) / "data"
     hits, misses = pick(args.hits, args.misses)
     t0 = time.perf_counter()

@@ -44,7 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import soak_load as load  # noqa: E402
-from serve_harness import Served  # noqa: E402
+from serve_harness import Served, serve_env  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW_TABLES = ("problems", "attempts", "verifications", "artifacts", "libraries", "runs")
@@ -169,7 +169,7 @@ def main() -> int:
 
     pin_process_env()
     cache = Path(os.environ.get("GALAHAD_MODEL_CACHE", "~/.cache/galahad-models")).expanduser()
-    env = {**{k: v for k, v in os.environ.items() if k != "GALAHAD_API_TOKEN"}, "GALAHAD_MODEL_CACHE": str(cache)}
+    env = serve_env(cache)
     out = args.out or ROOT / "reports" / f"soak-{Path(args.model).name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     data = Path(tempfile.mkdtemp(prefix="soak-")) / "data"

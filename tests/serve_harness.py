@@ -168,3 +168,20 @@ def seed_solution(data: Path, model: str, model_cache: Path, text: str, answer: 
     art = cat.runs.verified_solution(pid)["artifact_id"]
     cat.close()
     return art
+
+
+def serve_env(model_cache: Path) -> dict:
+    """The environment a test's server runs in: this one's, the test's model cache, no ambient API token."""
+    base = {k: v for k, v in os.environ.items() if k != "GALAHAD_API_TOKEN"}
+    return {**base, "GALAHAD_MODEL_CACHE": str(model_cache)}
+
+
+@contextlib.contextmanager
+def serving(data: Path, args: list[str], env: dict, token: str | None = None):
+    """A ready `Served` for the block, stopped after it (a non-zero exit fails the test, with the log)."""
+    server = Served(data, args, {**env, "GALAHAD_API_TOKEN": token} if token else env, token=token)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        assert server.stop() == 0, server.tail()

@@ -4,12 +4,11 @@ loopback, a free port): chat completions (plain and streamed), completions, `/v1
 marked slow, the default model learning over the protocol then answering by recurrence."""
 
 import json
-import os
 import time
 
 import openai
 import pytest
-from serve_harness import Served, seed_solution
+from serve_harness import Served, seed_solution, serve_env, serving
 from starlette.requests import Request
 
 from galahad.flywheel.catalog import Catalog, problem_hash
@@ -22,20 +21,15 @@ SEEDED = ("What is 2 + 3?", "5")
 
 @pytest.fixture(scope="module")
 def env(model_cache):
-    base = {k: v for k, v in os.environ.items() if k != "GALAHAD_API_TOKEN"}
-    return {**base, "GALAHAD_MODEL_CACHE": str(model_cache)}
+    return serve_env(model_cache)
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, env, model_cache):
     data = tmp_path_factory.mktemp("openai") / "data"
     seed_solution(data, "tiny", model_cache, *SEEDED)
-    server = Served(data, ["--model", "tiny", "--no-learn"], {**env, "GALAHAD_API_TOKEN": TOKEN}, token=TOKEN)
-    try:
-        server.wait_ready()
+    with serving(data, ["--model", "tiny", "--no-learn"], env, TOKEN) as server:
         yield server
-    finally:
-        assert server.stop() == 0, server.tail()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import threading
 import time
 
 import pytest
-from serve_harness import GALAHAD, Served, seed_solution
+from serve_harness import GALAHAD, Served, seed_solution, serve_env, serving
 
 from galahad.flywheel.app.lock import run_lock
 from galahad.flywheel.catalog import Catalog, problem_hash
@@ -29,21 +29,16 @@ TINY_LEARN = ["--model", "tiny", "--k", "2", "--max-tokens", "4"]
 
 @pytest.fixture(scope="module")
 def env(model_cache):
-    base = {k: v for k, v in os.environ.items() if k != "GALAHAD_API_TOKEN"}
-    return {**base, "GALAHAD_MODEL_CACHE": str(model_cache)}
+    return serve_env(model_cache)
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, env, model_cache):
     data = tmp_path_factory.mktemp("served") / "data"
     artifact = seed_solution(data, "tiny", model_cache, *SEEDED)
-    server = Served(data, TINY_LEARN, {**env, "GALAHAD_API_TOKEN": TOKEN}, token=TOKEN)
-    try:
-        server.wait_ready()
+    with serving(data, TINY_LEARN, env, TOKEN) as server:
         server.artifact = artifact
         yield server
-    finally:
-        assert server.stop() == 0, server.tail()
 
 
 def _error(status_body, status: int, needle: str = "") -> None:
