@@ -71,6 +71,11 @@ def test_ls_show_find_libraries(data, capsys):
     assert code == 0 and "Solve x + 1 = 4" in out
     code, out, _ = run(capsys, *cat_args(root, url, "libraries", "--json"))
     assert code == 0 and json.loads(out)[0]["stored_tokens"] == 18
+    code, out, _ = run(capsys, *cat_args(root, url, "runs", "--json"))
+    assert code == 0 and [r["id"] for r in json.loads(out)] == [ids["run"]]
+    code, out, _ = run(capsys, *cat_args(root, url, "runs", "--limit", "1"))
+    assert code == 0 and ids["run"][:11] in out and out.splitlines()[0].split()[:3] == ["id", "started_at",
+                                                                                          "finished_at"]
 
 
 def test_fsck_exit_codes_and_gc(data, capsys):

@@ -45,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--hash", default=None)
     a.add_argument("--topic", default=None)
     a.add_argument("--limit", type=count(), default=50)
+    a = cs.add_parser("runs", parents=[common], help="learning runs, newest first (start, finish, summary)")
+    a.add_argument("--limit", type=count(), default=50)
     verify = argparse.ArgumentParser(add_help=False)
     verify.add_argument("--verify", action="store_true",
                         help="also re-derive every artifact from its token ids and parent on the local engine "
@@ -245,6 +247,15 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
         rows = cat.libraries.all()
         _json(rows) if as_json else _table(rows, [("library", 40), ("topic", 20), ("chains", 6), ("artifacts", 9),
                                                   ("stored_tokens", 13), ("bytes", 14)])
+    elif action == "runs":
+        rows = cat.runs.recent(args.limit)
+        if as_json:
+            _json(rows)
+        else:
+            for r in rows:
+                r["summary"] = ", ".join(f"{k} {v}" for k, v in (r.get("summary") or {}).items()
+                                         if isinstance(v, int | float | str)) or "-"
+            _table(rows, [("id", 12), ("started_at", 19), ("finished_at", 19), ("summary", 80)])
     elif action == "find":
         if args.text is None and args.hash is None and args.topic is None:
             raise GalahadError("find needs TEXT, --hash or --topic")
