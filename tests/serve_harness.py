@@ -165,6 +165,9 @@ def seed_solution(data: Path, model: str, model_cache: Path, text: str, answer: 
     vid = cat.runs.add_verification(attempt, verdict.version, verdict.verified, verdict.reason)
     cat.queue.mark(pid, "verified")
     dep.deposit({"id": pid, "text": text, "answer": answer, "template": template, "topic": topic}, answer, vid)
+    from galahad.flywheel.memory.foreign import record_runtime
+
+    record_runtime(cat, dep.engine)  # as the learning job records its depositor's runtime
     art = cat.runs.verified_solution(pid)["artifact_id"]
     cat.close()
     return art

@@ -51,6 +51,13 @@ class _Located:
         """(model, runtime) fingerprints: the artifacts this worker can graft or extend."""
         return self.engine.model_fingerprint, self.engine.runtime_fingerprint
 
+    def runtime_record(self) -> tuple[str, dict]:
+        """(runtime fingerprint, the facts it hashes, as this worker read them): what the catalog records so
+        that another machine can name the fields its runtime differs in."""
+        from galahad.workers.runtime import runtime_facts
+
+        return self.engine.runtime_fingerprint, runtime_facts(self.engine.runtime, self.engine.arch_facts)
+
 
 @ray.remote(max_restarts=3, max_task_retries=3)
 class GeneratorActor(Generator, _Located):

@@ -46,6 +46,8 @@ class LearningJob:
 
     def __init__(self, catalog: Catalog, store: LocalStore, workers: WorkerSpec, config: LoopConfig,
                  run_info: dict[str, Any] | None = None, lock: RunLock | None = None):
+        import ray
+
         from galahad.workers.actors import start_workers
         from galahad.workers.runtime import DEFAULT_RUNTIME
 
@@ -55,11 +57,9 @@ class LearningJob:
         self.generators, self.depositor, self.fingerprint = start_workers(
             workers.model, workers.model_cache, DEFAULT_RUNTIME, workers.device, workers.generators,
             str(store.root), workers.chain_max_tokens)
-        from galahad.workers.runtime import runtime_facts, runtime_fingerprint
-
-        # The facts behind the depositor's runtime fingerprint (pinned like this process by `cluster.start`),
-        # so that on another machine a foreign artifact's difference can be named (`catalog.runtimes`).
-        catalog.runtimes.record(runtime_fingerprint(DEFAULT_RUNTIME), runtime_facts(DEFAULT_RUNTIME))
+        # The facts behind the depositor's runtime fingerprint, as it read them (its device, its model's
+        # architecture facts), so that on another machine a foreign artifact's difference can be named.
+        catalog.runtimes.record(*ray.get(self.depositor.runtime_record.remote()))
         self.run_id = catalog.runs.start({"model": workers.model, "model_fingerprint": self.fingerprint,
                                          "generators": workers.generators, **(run_info or {}),
                                          "loop": asdict(config)})

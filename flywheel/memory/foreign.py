@@ -30,7 +30,7 @@ def record_runtime(catalog, engine) -> None:
     refusal can name the fields in which it differs."""
     from galahad.workers.runtime import RuntimeConfig, runtime_facts, runtime_fingerprint
 
-    runtime = getattr(engine, "runtime", None)
+    runtime, arch = getattr(engine, "runtime", None), getattr(engine, "arch_facts", None)
     if isinstance(runtime, RuntimeConfig) and getattr(engine, "runtime_fingerprint", None) == runtime_fingerprint(
-            runtime):  # a real engine (not a stand-in), whose fingerprint is the hash of these facts
-        catalog.runtimes.record(engine.runtime_fingerprint, runtime_facts(runtime))
+            runtime, arch):  # a real engine (not a stand-in), whose fingerprint is the hash of these facts
+        catalog.runtimes.record(engine.runtime_fingerprint, runtime_facts(runtime, arch))
