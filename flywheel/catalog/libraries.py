@@ -89,6 +89,9 @@ class Libraries(Part):
         """Artifact ids of one chain in order (default: the current, highest-numbered chain). With
         `fingerprints` (model, runtime): the current chain among those made under them, and only its
         artifacts made under them: what a graft may use (another model's chains never block it)."""
+        if fingerprints is not None and chain_index is None:  # the current chain: one statement
+            found = self.first_chain([name], fingerprints)
+            return found[1] if found else []
         with self.engine.connect() as conn:
             idx = self._chain_index(conn, name, chain_index, fingerprints)
             if idx is None:
@@ -100,8 +103,8 @@ class Libraries(Part):
 
     def first_chain(self, names: list[str], fingerprints: Fingerprints) -> tuple[str, list[str]] | None:
         """The first of `names` (in that order) holding a chain made under `fingerprints`: (name, the
-        artifact ids of its current chain in order, those made under them), what `chain(name,
-        fingerprints=...)` gives for it; None when none does. One statement for all the names (what
+        artifact ids of its current chain in order, those made under them; what `chain(name,
+        fingerprints=...)` returns); None when none does. One statement for all the names (what
         routing a new problem asks of its template's and its topic's libraries)."""
         if not names:
             return None

@@ -23,7 +23,5 @@ def first_library_prefix(catalog, libraries: list[str], n: int, fingerprints: tu
 def library_prefix(catalog, library: str, n: int, fingerprints: tuple[str, str] | None = None) -> str | None:
     """The tail artifact of the first n solutions of the library's newest chain (None: empty library).
     With `fingerprints` (the engine's model, runtime): the newest chain made under them."""
-    if fingerprints is not None:
-        return first_library_prefix(catalog, [library], n, fingerprints)
-    chain = catalog.libraries.chain(library)
+    chain = catalog.libraries.chain(library, fingerprints=fingerprints)
     return chain[:n][-1] if chain else None
