@@ -10,7 +10,10 @@ Measured side by side (medians over `--reps`, the pinned runtime, `last_only` as
   (attention over it and its cache updates);
 - `head_s`: the LM head on one row alone (`Engine.head`: the vocab x hidden product and soft-cap);
 - `weights_s`: every parameter read once (the memory traffic no forward can avoid);
-- `ops`: the query's top operators by self CPU time (torch.profiler), one forward.
+- `ops`: the query's top operators by self CPU time (torch.profiler), one forward;
+- `linears_by_rows`: the model's own layer linears (every `nn.Linear` under its decoder layers) run alone at
+  1, 17, 64 and 256 rows per call (and `torch.mv` at 1): what a row costs at the query's width against a
+  prefill chunk's (`linear_row_cost_17_over_256`).
 The issue's target is `query_s <= 2 * query_tokens * prefill_per_token_s`; a prefill chunk runs no LM head
 (nobody reads its logits), a query must run it once, so `layers_rate_ratio` = (query_s - head_s) /
 (query_tokens * prefill_per_token_s) is printed beside the target's ratio. The last line with --json is one
@@ -28,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
+from galahad.workers.runtime import DEFAULT_RUNTIME, deterministic, pin_process_env
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "Question: Add 27, 45 and 8.\nAnswer:"  # 17 tokens with Gemma's tokenizer (bench_graft.py's query)
@@ -88,6 +91,19 @@ def main() -> int:
 
     head_s = median_s(head, args.reps)
     weights_s = median_s(lambda: sum(float(p.sum()) for p in engine.model.parameters()), args.reps)
+    linears = [m for layer in engine.model.model.layers for m in layer.modules() if isinstance(m, torch.nn.Linear)]
+    macs = sum(m.in_features * m.out_features for m in linears)
+
+    def linears_at(rows: int, mv: bool = False) -> dict:
+        xs = {m.in_features: torch.randn(rows, m.in_features, generator=gen) for m in linears}
+        fn = (lambda m: torch.mv(m.weight, xs[m.in_features][0])) if mv else (lambda m: m(xs[m.in_features]))
+        with deterministic(DEFAULT_RUNTIME):
+            fn(linears[0])
+            s = median_s(lambda: [fn(m) for m in linears], args.reps)
+        return {"rows": rows, "op": "mv" if mv else "linear", "calls": len(linears), "ms": round(s * 1e3, 2),
+                "ms_per_row": round(s * 1e3 / rows, 3), "gflops": round(2 * rows * macs / s / 1e9, 1)}
+
+    by_rows = [linears_at(r) for r in (1, 17, 64, 256)] + [linears_at(1, mv=True)]
     c = copy.deepcopy(long_cache)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         engine.prefill(c, q, n, last_only=True)
@@ -102,6 +118,8 @@ def main() -> int:
         "layers_rate_ratio": (query_s - head_s) / (len(q) * rate),
         "ops": [{"op": e.key, "calls": e.count, "self_ms": round(e.self_cpu_time_total / 1e3, 2),
                  "share": round(e.self_cpu_time_total / total_us, 3)} for e in ops],
+        "linears_by_rows": by_rows,
+        "linear_row_cost_17_over_256": round(by_rows[1]["ms_per_row"] / by_rows[3]["ms_per_row"], 2),
         "load_before": load_before, "load_after": os.getloadavg(), "cpus": os.cpu_count(),
         "command": "python bench/bench_query.py " + " ".join(sys.argv[1:]),
     }
@@ -114,6 +132,9 @@ def main() -> int:
           file=sys.stderr)
     for o in row["ops"]:
         print(f"  {o['op']:<24} {o['calls']:>5} calls {o['self_ms']:>9.2f} ms ({o['share']:.0%})", file=sys.stderr)
+    for r in by_rows:
+        print(f"  {r['op']:<6} x{r['calls']} at {r['rows']:>3} rows {r['ms']:>8.2f} ms  {r['ms_per_row']:>8.3f} ms/row  "
+              f"{r['gflops']:>6.1f} GFLOP/s", file=sys.stderr)
     if args.json:
         print(json.dumps(row))
     return 0
