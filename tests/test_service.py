@@ -25,6 +25,7 @@ from galahad.flywheel.service.security import authorized, is_loopback, token_for
 TOKEN = "test-token-0123456789abcdef"
 SEEDED = ("What is 2 + 3?", "5")
 TINY_LEARN = ["--model", "tiny", "--k", "2", "--max-tokens", "4"]
+RAM_TIER = 48 << 20  # `serve --ram-tier 48M`: the replicas' and the learner's stores keep this much
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def env(model_cache):
 def served(tmp_path_factory, env, model_cache):
     data = tmp_path_factory.mktemp("served") / "data"
     artifact = seed_solution(data, "tiny", model_cache, *SEEDED)
-    with serving(data, TINY_LEARN, env, TOKEN) as server:
+    with serving(data, [*TINY_LEARN, "--ram-tier", "48M"], env, TOKEN) as server:
         server.artifact = artifact
         yield server
 
@@ -252,6 +253,13 @@ def test_metrics_in_prometheus_text_format(served):
     assert 'galahad_requests_total{endpoint="/v1/solve",status="200"}' in text
     deposited = next(line for line in text.splitlines() if line.startswith("galahad_deposited "))
     assert float(deposited.split()[1]) >= 1
+    # the replica's RAM tier is the one `--ram-tier 48M` asked for; the seeded artifact, read and hash-checked
+    # by the solve above, is served from it by the next one (a hit: no read, no hash)
+    assert _metric(served, "galahad_ram_tier_capacity_bytes") == RAM_TIER
+    hits = _metric(served, "galahad_ram_tier_hits_total")
+    assert served.json("POST", "/v1/solve", {"problem": SEEDED[0]})[0] == 200
+    assert _metric(served, "galahad_ram_tier_hits_total") > hits
+    assert 0 < _metric(served, "galahad_ram_tier_bytes") <= RAM_TIER and _metric(served, "galahad_ram_tier_entries") >= 1
 
 
 def test_python_client(served):
@@ -370,26 +378,39 @@ def test_a_flood_of_solves_is_refused_past_the_queue_with_json_503s_and_healthz_
 
     limit = DEFAULTS.service.max_queued_solves  # the engine answers them one at a time
     flood = 2 * limit
-    results, threads = [], []
+    # each near the 1,024-token prefill budget (as in the long-solve test above): while `limit` of them are
+    # admitted, the engine has `limit` long solves to answer one after another. The test keys on what the
+    # service says, not on a poll catching a moment: a 503 saying "already answering `limit` solves" is the
+    # queue seen full, and /healthz and a catalog read are asked right then, with admitted solves unanswered.
+    results, threads, refused, lock = [], [], threading.Event(), threading.Lock()
+    answered_at_refusal = []  # 200s already back when the first refusal came back
+
+    def solve(i: int) -> None:
+        out = served.request("POST", "/v1/solve", json.dumps({"problem": "What is " + "1 + " * 180 + f"{i}?"}).encode())
+        with lock:
+            results.append(out)
+            if out[0] == 503 and not refused.is_set():
+                answered_at_refusal.append(sum(code == 200 for code, _, _ in results))
+                refused.set()
+
     for i in range(flood):
-        t = threading.Thread(target=lambda i=i: results.append(served.request(
-            "POST", "/v1/solve", json.dumps({"problem": f"What is {i} + 1?"}).encode())), daemon=True)
+        t = threading.Thread(target=solve, args=(i,), daemon=True)
         t.start()
         threads.append(t)
-    deadline = time.monotonic() + 300
-    while (_metric(served, "galahad_solves_in_flight") or 0) < limit:  # the replica's queue is full
-        assert len(results) < flood and time.monotonic() < deadline, "the queue was never seen full"
-        time.sleep(0.02)
+    assert refused.wait(300), f"no solve was refused: {sorted(code for code, _, _ in results)}"
     assert served.json("GET", "/healthz", token=None) == (200, {"ok": True})
     assert served.json("GET", "/v1/catalog/stats")[0] == 200
-    assert len(results) < flood, "every solve had returned: the reads above proved nothing"
+    with lock:  # the `limit` solves held at the refusal each answer 200: fewer 200s since means one still runs
+        since = sum(code == 200 for code, _, _ in results) - answered_at_refusal[0]
+    assert since < limit, f"the {limit} solves held at the refusal had all returned: the reads above proved nothing"
     for t in threads:
         t.join(600)
     codes = sorted(code for code, _, _ in results)
     assert set(codes) <= {200, 503} and codes.count(200) >= limit and codes.count(503) >= 1, codes
     for code, headers, raw in results:
         if code == 503:  # refused at once, in JSON, saying when to come back
-            assert headers["retry-after"] == "1" and "retry later" in json.loads(raw)["error"], (headers, raw)
+            assert headers["retry-after"] == "1" and json.loads(raw) == {
+                "error": f"this replica is already answering {limit} solves; retry later"}, (headers, raw)
     assert _metric(served, "galahad_solves_in_flight") == 0
 
 
