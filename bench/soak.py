@@ -1,10 +1,12 @@
 """Soak: `galahad serve` with its learner over a stream for `--minutes`, sampled every `--interval` seconds.
 
 Usage: nice -n 10 .venv/bin/python bench/soak.py [--minutes 60] [--interval 60] [--clients 4] [--model gemma3-270m]
-       [--feed-per-min 6] [--think 1.0] [--k 4] [--max-tokens 12] [--out reports/soak-MODEL.json] [--keep-data] [--json]
+       [--feed-per-min 6] [--think 1.0] [--k 4] [--max-tokens 12] [--ram-tier SIZE] [--out reports/soak-MODEL.json]
+       [--keep-data] [--json]
 
 Set-up: a fresh temp data dir; `galahad serve` with its learner (`--k`, `--max-tokens`: the learner's budget,
-small for a 2-core machine) through `tests/serve_harness.Served`, in its own session. Load (`soak_load.py`):
+small for a 2-core machine; `--ram-tier`: each grafting process's RAM tier, default the serve default)
+through `tests/serve_harness.Served`, in its own session. Load (`soak_load.py`):
 a feeder POSTs one problem at a time to /v1/problems (`--feed-per-min`; the built-in families, GSM8K train
 and reasoning-gym basic_arithmetic / chain_sum / simple_equations, interleaved, with the sources' golds),
 and `--clients` threads POST /v1/solve with golds (60% recurring problems already submitted, else new
@@ -18,7 +20,8 @@ its process count, the store's bytes on disk (data/store, apparent sizes), the c
 verified/h over the interval, answer requests (/v1/solve and /v1/chat/completions) and their client-side
 p50/p99 latency, busy answers (503 on /v1/solve, 429 on the chat route: documented back-pressure, counted
 apart), errors (every other non-2xx, and requests that got no HTTP answer), the learner's state and
-restarts (`/readyz`), and os.getloadavg().
+restarts (`/readyz`), the answering replica's RAM tier (`/metrics`: bytes held, its capacity, hits,
+misses), and os.getloadavg().
 
 At the end: the report JSON (`--out`, default reports/soak-MODEL.json), a PNG beside it (RSS, store, verified/h,
 p99 latency vs minutes), and the RSS slope: least squares, MB per hour, over the intervals after the first
@@ -94,6 +97,12 @@ def sample(server: Served, data: Path, t_start: float, t_prev: float, prev_verif
     learner = {}
     with contextlib.suppress(Exception):
         learner = server.json("GET", "/readyz")[1].get("learner", {})
+    tier: dict[str, float] = {}
+    with contextlib.suppress(Exception):
+        for line in server.request("GET", "/metrics")[2].decode().splitlines():
+            name, _, value = line.partition(" ")
+            if name.startswith("galahad_ram_tier_"):
+                tier[name.removeprefix("galahad_ram_tier_")] = float(value)
     verified = int(stats.get("verified", prev_verified)) if status == 200 else prev_verified
     dt_h = (now - t_prev) / 3600
     paths: dict[str, int] = {}
@@ -118,6 +127,9 @@ def sample(server: Served, data: Path, t_start: float, t_prev: float, prev_verif
         "errors_by_status": {str(s): n for s in sorted({r[1] for r in rows if load.is_error(r[0], r[1])})
                              if (n := sum(1 for r in rows if r[1] == s and load.is_error(r[0], r[1])))},
         "learner_state": learner.get("state"), "learner_restarts": learner.get("restarts"),
+        "ram_tier_mb": round(tier["bytes"] / 1e6, 2) if "bytes" in tier else None,
+        "ram_tier_capacity_mb": round(tier["capacity_bytes"] / 1e6, 2) if "capacity_bytes" in tier else None,
+        "ram_tier_hits": tier.get("hits_total"), "ram_tier_misses": tier.get("misses_total"),
         "load": [round(x, 2) for x in os.getloadavg()],
     }
 
@@ -130,11 +142,11 @@ def plot(report: dict, png: Path) -> None:
 
     rows = report["intervals"]
     x = [r["minute"] for r in rows]
-    fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True)
-    series = (("rss_mb", "session RSS (MB)"), ("store_mb", "store (MB)"), ("verified_per_h", "verified / h"),
-              ("p99_s", "answer p99 (s)"))
+    fig, axes = plt.subplots(5, 1, figsize=(8, 12), sharex=True)
+    series = (("rss_mb", "session RSS (MB)"), ("store_mb", "store (MB)"), ("ram_tier_mb", "replica RAM tier (MB)"),
+              ("verified_per_h", "verified / h"), ("p99_s", "answer p99 (s)"))
     for ax, (key, label) in zip(axes, series, strict=True):
-        ax.plot(x, [r[key] if r[key] is not None else float("nan") for r in rows], marker=".")
+        ax.plot(x, [r[key] if r.get(key) is not None else float("nan") for r in rows], marker=".")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0].plot(x, [r["pss_mb"] for r in rows], marker=".", alpha=0.6, label="PSS")
@@ -158,6 +170,7 @@ def main() -> int:
     ap.add_argument("--k", type=int, default=4, help="learner: samples per problem")
     ap.add_argument("--max-tokens", type=int, default=12, help="learner: tokens per sample")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ram-tier", default=None, metavar="SIZE", help="serve --ram-tier (default: serve's default)")
     ap.add_argument("--out", type=Path, default=None, help="report path (default reports/soak-MODEL.json)")
     ap.add_argument("--keep-data", action="store_true", help="keep the temp data dir and serve log (else removed)")
     ap.add_argument("--json", action="store_true")
@@ -177,7 +190,7 @@ def main() -> int:
     n_each = int(args.minutes * args.feed_per_min / 5) + 20
     feed, new, skipped = load.stream(n_each, args.seed)
     serve_args = ["--model", args.model, "--k", str(args.k), "--max-tokens", str(args.max_tokens),
-                  "--seed", str(args.seed)]
+                  "--seed", str(args.seed), *(["--ram-tier", args.ram_tier] if args.ram_tier else [])]
     report = {"model": args.model, "command": " ".join([Path(sys.executable).name, *sys.argv]),
               "serve_args": serve_args, "data": str(data), "cpu": cpu_model(), "minutes": args.minutes,
               "interval_s": args.interval, "clients": args.clients, "feed_per_min": args.feed_per_min,
@@ -218,7 +231,7 @@ def main() -> int:
                   f"{row['processes']} procs) store {row['store_mb']:.1f} MB rows {row['catalog_rows']} "
                   f"verified {row['verified']} ({row['verified_per_h']}/h) answers {row['answers_ok']}/"
                   f"{row['answers']} p50 {row['p50_s']} p99 {row['p99_s']} s busy {row['busy']} errors "
-                  f"{row['errors']} learner {row['learner_state']}/{row['learner_restarts']} load "
+                  f"{row['errors']} learner {row['learner_state']}/{row['learner_restarts']} tier {row['ram_tier_mb']} MB load "
                   f"{row['load'][0]}", file=sys.stderr)
             if report["server_died"]:
                 print(f"soak: the server died (exit {server.proc.returncode}): {server.tail()[-600:]}",

@@ -41,7 +41,9 @@ def _verified(catalog, p):
 def setup(local_ray, tmp_path, model_cache):
     url = f"sqlite:///{tmp_path / 'c.sqlite3'}"
     catalog, store = Catalog(url), LocalStore(tmp_path / "store")
-    actor = start_depositor(0, "tiny", str(model_cache), RT, str(tmp_path / "store"), 4096)
+    actor = start_depositor(0, "tiny", str(model_cache), RT, str(tmp_path / "store"), 4096, ram_tier_bytes=7 << 20)
+    # the depositor's store has the tier the job asked for (`run --ram-tier`, `serve --ram-tier`)
+    assert ray.get(actor.__ray_call__.remote(lambda self: self.store.ram.capacity)) == 7 << 20
     deposits = LibraryDeposits(catalog, store, remote_prefill(actor))
     deposits.prefill = _never_waits  # every background request, the recall deposit's too, goes by a ref
     bg = BackgroundDeposits(deposits, lambda seg, tail, extra: actor.deposit.remote(seg, tail, extra), fetch_span)

@@ -20,7 +20,8 @@ from galahad.flywheel.config import DEFAULTS, GalahadConfig
 
 REPO = Path(__file__).resolve().parents[1]
 GALAHAD = [sys.executable, "-m", "galahad.flywheel.cli.main"]
-SHARED = ("model", "k", "max_tokens", "temperature", "seed", "generators", "chain_max_tokens", "device", "address")
+SHARED = ("model", "k", "max_tokens", "temperature", "seed", "generators", "chain_max_tokens", "device", "address",
+          "store_budget", "ram_tier")
 
 
 def galahad(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -78,6 +79,23 @@ def test_the_solve_queue_limit_takes_zero_to_half_the_request_slots(capsys):
     assert got == {"0": 0, "1": 1, str(half): half, str(half + 1): ("refused", 2), "-1": ("refused", 2),
                    "x": ("refused", 2)}
     assert build_parser().parse_args(["serve"]).max_queued_solves == DEFAULTS.service.max_queued_solves
+    capsys.readouterr()
+
+
+def test_the_ram_tier_flag_reaches_the_command_store(tmp_path, capsys):
+    from galahad.flywheel.cli.session import storage
+    from galahad.flywheel.config import Paths
+
+    assert build_parser().parse_args(["run"]).ram_tier == DEFAULTS.store.ram_tier_bytes > 0
+    for command in ("run", "serve"):
+        assert _outcome(command, "--ram-tier", "64M") == 64 << 20
+        assert _outcome(command, "--ram-tier", "0") == 0
+        assert _outcome(command, "--ram-tier", "lots") == ("refused", 2)
+    args = build_parser().parse_args(["run", "--ram-tier", "5M"])
+    args.paths, args.catalog, args.store = Paths.resolve(tmp_path / "data"), None, None
+    _, catalog, store = storage(args, create=True)
+    with catalog:
+        assert store.ram.capacity == 5 << 20
     capsys.readouterr()
 
 

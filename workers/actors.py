@@ -76,14 +76,15 @@ def start_generator(cluster_gpus: float, model: str, model_cache: str, runtime: 
 
 
 def start_depositor(cluster_gpus: float, model: str, model_cache: str, runtime: RuntimeConfig, store_path: str,
-                    chain_max_tokens: int | None):
+                    chain_max_tokens: int | None, ram_tier_bytes: int | None = None):
     p = placement(cluster_gpus, "depositor")
     return DepositorActor.options(num_cpus=p.num_cpus, num_gpus=p.num_gpus, runtime_env=pinned_env(runtime)).remote(
-        model, model_cache, runtime, store_path, chain_max_tokens)
+        model, model_cache, runtime, store_path, chain_max_tokens, ram_tier_bytes=ram_tier_bytes)
 
 
 def start_workers(model: str, model_cache: str, runtime: RuntimeConfig, device: str, generators: int,
-                  store_path: str, chain_max_tokens: int | None) -> tuple[list, object, str]:
+                  store_path: str, chain_max_tokens: int | None,
+                  ram_tier_bytes: int | None = None) -> tuple[list, object, str]:
     """The learning job's actors on the connected cluster: `generators` generators and one depositor, on
     GPUs when the cluster has them (`device="auto"`); returns (generators, depositor, model fingerprint)
     once every worker has loaded the same model, else one line naming why not."""
@@ -91,7 +92,7 @@ def start_workers(model: str, model_cache: str, runtime: RuntimeConfig, device: 
     device = ("cuda" if gpus >= 1 else "cpu") if device == "auto" else device
     runtime = runtime.with_(device=device)
     gens = [start_generator(gpus, model, model_cache, GeneratorRuntime().apply(runtime)) for _ in range(generators)]
-    depositor = start_depositor(gpus, model, model_cache, runtime, store_path, chain_max_tokens)
+    depositor = start_depositor(gpus, model, model_cache, runtime, store_path, chain_max_tokens, ram_tier_bytes)
     try:
         fps = ray.get([a.model_fp.remote() for a in [*gens, depositor]])
     except ray.exceptions.RayActorError as exc:

@@ -25,10 +25,10 @@ __all__ = ["Depositor", "Span"]
 class Depositor:
     def __init__(
         self, model: str, model_cache: str | os.PathLike, runtime: RuntimeConfig, store_path: str | os.PathLike,
-        chain_max_tokens: int | None = None, live_caches: int = 8,
+        chain_max_tokens: int | None = None, live_caches: int = 8, ram_tier_bytes: int | None = None,
     ):
         self.engine = Engine(load_model(model, Path(model_cache), runtime), runtime)
-        self.store = LocalStore(store_path)
+        self.store = LocalStore(store_path, ram_tier_bytes)
         window = self.engine.loaded.context_window
         self.chain_max_tokens = min(chain_max_tokens or window, window)
         self.chains = KVChains(self.engine, self.store, live_caches)

@@ -56,7 +56,7 @@ class LearningJob:
             catalog.queue.release_all()  # claims left by a killed local job: we hold the lock, so they are stale
         self.generators, self.depositor, self.fingerprint = start_workers(
             workers.model, workers.model_cache, DEFAULT_RUNTIME, workers.device, workers.generators,
-            str(store.root), workers.chain_max_tokens)
+            str(store.root), workers.chain_max_tokens, store.ram.capacity)
         # The facts behind the depositor's runtime fingerprint, as it read them (its device, its model's
         # architecture facts), so that on another machine a foreign artifact's difference can be named.
         catalog.runtimes.record(*ray.get(self.depositor.runtime_record.remote()))

@@ -16,11 +16,12 @@ if TYPE_CHECKING:  # imported where used: `galahad verify` and `--help` start wi
 
 
 def open_storage(paths: Paths, catalog: str | None = None, store: str | Path | None = None,
-                 create: bool = False) -> tuple[Catalog, LocalStore]:
+                 create: bool = False, ram_tier_bytes: int | None = None) -> tuple[Catalog, LocalStore]:
     """(catalog, store) for a data dir; the catalog is migrated on open.
 
     `catalog` is a SQLAlchemy URL (default: env GALAHAD_CATALOG, else the data dir's SQLite file), `store`
-    a folder (default: the data dir's store). Only jobs that produce a catalog (`run`, `serve`, `catalog
+    a folder (default: the data dir's store) whose RAM tier holds `ram_tier_bytes` (default
+    `StoreConfig.ram_tier_bytes`). Only jobs that produce a catalog (`run`, `serve`, `catalog
     import`) pass `create=True`; otherwise a catalog that does not exist, or has no Galahad tables, is a
     one-line error and nothing is created (not even the data dir)."""
     from galahad.flywheel.artifacts.store import LocalStore
@@ -31,7 +32,7 @@ def open_storage(paths: Paths, catalog: str | None = None, store: str | Path | N
         paths.ensure()
     opened = Catalog(url, create=create)
     paths.ensure()
-    return opened, LocalStore(Path(store).expanduser() if store else paths.store)
+    return opened, LocalStore(Path(store).expanduser() if store else paths.store, ram_tier_bytes)
 
 
 def open_catalog(url: str) -> Catalog:

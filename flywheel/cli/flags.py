@@ -98,3 +98,7 @@ def add_learner_flags(p: argparse.ArgumentParser, role: str = "", seed_help: str
                    help=f"{role}after each drain, evict the least recently grafted blobs until the store's "
                         "artifacts fit SIZE (e.g. 20G, 500M; rows, tokens and verdicts stay; an evicted "
                         "artifact is rebuilt exactly on its next graft); default: no budget")
+    ram = DEFAULTS.store.ram_tier_bytes
+    p.add_argument("--ram-tier", type=byte_size, default=ram, metavar="SIZE",
+                   help="each process that grafts keeps the artifacts it read and hash-checked in memory up to "
+                        f"SIZE, least recently used out first (0: none; default {ram >> 20}M)")

@@ -23,5 +23,6 @@ def storage(args: argparse.Namespace, create: bool = False):
     """(paths, catalog, store) for a command (`open_storage`: only `run`, `serve` and `catalog import`
     pass `create=True`; otherwise a missing catalog is a one-line error and nothing is created)."""
     paths: Paths = args.paths
-    catalog, store = open_storage(paths, args.catalog, args.store, create=create)
+    catalog, store = open_storage(paths, args.catalog, args.store, create=create,
+                                  ram_tier_bytes=getattr(args, "ram_tier", None))
     return paths, catalog, store

@@ -36,7 +36,7 @@ from galahad.flywheel.config import LoopConfig
 
 def start_learner(model: str, model_cache: str, catalog_url: str, store_path: str, config: LoopConfig,
                   generators: int, chain_max_tokens: int | None, device: str, lock_root: str | None = None,
-                  lock_wait_seconds: float = 60.0) -> LearningJob:
+                  lock_wait_seconds: float = 60.0, ram_tier_bytes: int | None = None) -> LearningJob:
     """The service's learning job. Embedded catalog (`lock_root`, the data dir): the run lock is held here,
     where the queue is written (not in the driver: the learner can outlive a killed driver), for the job's
     life; a predecessor still holding it is waited for, then the job fails closed."""
@@ -45,7 +45,7 @@ def start_learner(model: str, model_cache: str, catalog_url: str, store_path: st
     lock = run_lock(Path(lock_root), lock_wait_seconds, LEARNING) if lock_root else None
     catalog = open_catalog(catalog_url)
     workers = WorkerSpec(model, model_cache, generators, chain_max_tokens, device)
-    return LearningJob(catalog, LocalStore(store_path), workers, config, {"service": True}, lock)
+    return LearningJob(catalog, LocalStore(store_path, ram_tier_bytes), workers, config, {"service": True}, lock)
 
 
 @ray.remote(max_restarts=0, max_concurrency=4)
@@ -54,10 +54,10 @@ class LearnerActor:
 
     def __init__(self, model: str, model_cache: str, catalog_url: str, store_path: str, config: LoopConfig,
                  generators: int, chain_max_tokens: int | None, device: str, poll_seconds: float,
-                 lock_root: str | None = None, lock_wait_seconds: float = 60.0):
+                 lock_root: str | None = None, lock_wait_seconds: float = 60.0, ram_tier_bytes: int | None = None):
         self.poll_seconds = poll_seconds
         self.job = start_learner(model, model_cache, catalog_url, store_path, config, generators, chain_max_tokens,
-                                 device, lock_root, lock_wait_seconds)
+                                 device, lock_root, lock_wait_seconds, ram_tier_bytes)
 
     def run(self) -> dict:
         tally = self.job.run_until_stopped(self.poll_seconds)

@@ -2,7 +2,8 @@
 route and path: `galahad_route_answers_total{endpoint, path}`, `/v1/solve` and the OpenAI routes), solves in
 flight, the learner's figures (queue depth, attempts, verified, deposited) read from the catalog at scrape
 time, and the learner's health (`galahad_learner_up`, `galahad_learner_restarts_total`) read from its
-supervisor at scrape time (absent when the service runs without a learner).
+supervisor at scrape time (absent when the service runs without a learner), and this replica's RAM tier
+(`galahad_ram_tier_bytes` held of `galahad_ram_tier_capacity_bytes`, hits and misses; `serve --ram-tier`).
 
 Each replica keeps its own registry; the catalog and learner figures are global (one catalog, one learner).
 """
@@ -38,6 +39,24 @@ class _CatalogFigures:
                                   value=s.get("rebuilds", 0))
 
 
+class _RamTierFigures:
+    """`tier_stats()`: `RamTier.stats()` of this replica's store."""
+
+    def __init__(self, tier_stats: Callable[[], dict]):
+        self.tier_stats = tier_stats
+
+    def collect(self):
+        s = self.tier_stats()
+        yield GaugeMetricFamily("galahad_ram_tier_bytes", "bytes of hash-checked artifacts this replica keeps in "
+                                "memory", value=s["bytes"])
+        yield GaugeMetricFamily("galahad_ram_tier_capacity_bytes", "this replica's RAM tier budget",
+                                value=s["capacity"])
+        yield GaugeMetricFamily("galahad_ram_tier_entries", "artifacts in this replica's RAM tier", value=s["entries"])
+        yield CounterMetricFamily("galahad_ram_tier_hits", "reads served by the RAM tier (no read, no hash)",
+                                  value=s["hits"])
+        yield CounterMetricFamily("galahad_ram_tier_misses", "reads that went to the disk", value=s["misses"])
+
+
 class _LearnerFigures:
     """`learner_state()`: the supervisor's state (`up`, `restarts`), `{"state": "off"}` without a learner."""
 
@@ -56,7 +75,8 @@ class _LearnerFigures:
 
 
 class Metrics:
-    def __init__(self, catalog_stats: Callable[[], dict], learner_state: Callable[[], dict] | None = None):
+    def __init__(self, catalog_stats: Callable[[], dict], learner_state: Callable[[], dict] | None = None,
+                 tier_stats: Callable[[], dict] | None = None):
         self.registry = CollectorRegistry()
         self.requests = Counter("galahad_requests", "HTTP requests", ["endpoint", "status"], registry=self.registry)
         self.latency = Histogram("galahad_request_seconds", "HTTP request latency", ["endpoint"],
@@ -71,6 +91,8 @@ class Metrics:
         self.registry.register(_CatalogFigures(catalog_stats))
         if learner_state is not None:
             self.registry.register(_LearnerFigures(learner_state))
+        if tier_stats is not None:
+            self.registry.register(_RamTierFigures(tier_stats))
 
     def request(self, endpoint: str, status: int, seconds: float) -> None:
         self.requests.labels(endpoint, str(status)).inc()
