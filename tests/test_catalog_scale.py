@@ -121,3 +121,46 @@ def test_reads_autocommit_on_postgresql_writes_stay_transactions(catalog_url, ba
             raise RuntimeError("the write fails after its insert")
         assert cat.problems.by_hash(row["id"]) is None  # nothing of the failed transaction is visible
 
+
+
+def test_routing_reads_memory_in_one_statement_then_the_library(catalog_url, tmp_path, model_cache):
+    """`Solver.lookup` (`Recalls.matches`) answers what the separate lookups answer, in one statement; a
+    whole route walk is that statement and, past the recalls, one for the library's chain."""
+    from local_depositor import LocalDepositor, verify_and_deposit
+
+    from galahad.flywheel.artifacts.store import LocalStore
+    from galahad.flywheel.problems import canonical
+    from galahad.workers.runtime import DEFAULT_RUNTIME
+
+    dep = LocalDepositor("tiny", model_cache, DEFAULT_RUNTIME, catalog_url, tmp_path / "store")
+    cat = dep.catalog
+    try:
+        for text, answer, template in (("What is 3 + 4?", "7", "add"), ("What is four plus three?", "7", "add"),
+                                       ("Tell me 5 and 6 combined, please.", "11", "odd")):
+            verify_and_deposit(dep, cat.problems.add(text, answer, "test", "arith", template), answer)
+        solver = Solver(dep.engine, cat, LocalStore(tmp_path / "store"))
+        solver._keys()  # what a process's first lookup does once: key and shape rows written without them
+        fps = solver.fingerprints
+        texts = ["What is 3 + 4?", "what is  3 + 4?", "What is the sum of 4 and 3?", "Tell me 5 and 6 combined.",
+                 "Tell me 6 and 5 combined.", "What is 9 + 1?", "Name the capital of France.", "What is 3 + 1?"]
+        for text in texts:
+            key = canonical.canonical_key(text)
+            nums = canonical.numbers(text) if key is None else ""
+            want = {"hash": cat.recalls._recalled(TABLES["problems"].c.id == problem_hash(text), fingerprints=fps),
+                    "key": cat.recalls.by_key(key, fps) if key else [],
+                    "numbers": cat.recalls.by_numbers(nums, fps) if nums else [],
+                    "shape": cat.problems.classify(text)}
+            with _Statements(cat.reader) as st:
+                assert solver.lookup(text) == want, text
+            assert len(st.seen) == 1, (text, st.seen)
+            with _Statements(cat.reader) as st:
+                walked = [r.path for r in solver.routes(text)]
+            assert len(st.seen) == (2 if "transfer" in walked or want["shape"] else 1), (text, walked, st.seen)
+        assert [r.path for r in solver.routes("What is 4 + 3?")] == ["key", "transfer", "base"]
+        assert [r.path for r in solver.routes("what is  3 + 4?")] == ["hash", "transfer", "base"]  # one recall each
+        assert [r.path for r in solver.routes("What is 9 + 1?")] == ["transfer", "base"]  # add's shape, new numbers
+        assert [r.path for r in solver.routes("Tell me 5 and 6 combined.")][0] == "similar"
+        assert len(solver.lookup("What is 4 + 3?")["key"]) == 2  # both wordings of 3 + 4, oldest first
+        assert solver.lookup("What is 4 + 3?")["key"][0]["text"] == "What is 3 + 4?"
+    finally:
+        cat.close()

@@ -23,10 +23,16 @@ from galahad.flywheel.problems.records import problem_hash  # one definition of 
 from galahad.flywheel.problems.shapes import shape_hash
 
 P, KEY, SHAPE = TABLES["problems"], TABLES["problem_keys"], TABLES["problem_shapes"]
-# Built once (routing runs it on every solve): the oldest problem of a shape, one seek on its index.
-CLASSIFY = (select(P.c.template, P.c.topic).select_from(SHAPE).join(P, P.c.id == SHAPE.c.problem_id)
-            .where(SHAPE.c.shape_hash == bindparam("shape_hash"))
-            .order_by(SHAPE.c.created_at, SHAPE.c.problem_id).limit(1))
+
+
+def oldest_of_shape(shape_hash):
+    """The id of the oldest problem of a shape (a value or a bind parameter): one seek on its index,
+    `ix_problem_shapes_shape_hash` (what `classify` and `recalls.matches` ask)."""
+    return (select(SHAPE.c.problem_id).where(SHAPE.c.shape_hash == shape_hash)
+            .order_by(SHAPE.c.created_at, SHAPE.c.problem_id).limit(1).scalar_subquery())
+
+
+CLASSIFY = select(P.c.template, P.c.topic).where(P.c.id == oldest_of_shape(bindparam("shape_hash")))  # built once
 
 
 def key_row(problem_id: str, text: str) -> dict[str, Any]:

@@ -5,16 +5,21 @@ same transaction as its artifact row (`catalog.artifacts.deposit(recall=...)`); 
 runtime (its original and each artifact `catalog recompile` rebuilt from it). A recurrence is found by
 the problem's id, or through its key row (`catalog.problems` writes it): the canonical key, which finds the
 same mathematics posed in other words, or the multiset of numbers it mentions.
+
+`matches` asks all of a new text's questions in one statement (its id, key, numbers, and the oldest problem
+of its shape, what `classify` answers): routing a solve is then one round trip, not four, which is what a
+solve's routing costs on a client/server database (PostgreSQL), whatever the catalog's size.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, and_, select
+from sqlalchemy import Connection, String, and_, cast, literal, null, select, union_all
 
 from galahad.flywheel.catalog.db import now
 from galahad.flywheel.catalog.part import Fingerprints, Part, rows
+from galahad.flywheel.catalog.problems import oldest_of_shape
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
 
@@ -22,6 +27,25 @@ P, A, V, KEY, REC, ART = (TABLES[t] for t in ("problems", "attempts", "verificat
                                               "artifacts"))
 RECALLED = [P.c.id, P.c.text, P.c.answer, P.c.topic, P.c.template, P.c.source, P.c.gold_source, REC.c.artifact_id,
             REC.c.verification_id, KEY.c.canonical_key, KEY.c.numbers]
+ORDER = ("p_at", "id", "r_at", "artifact_id")  # a recall list's order: oldest problem, then its oldest recall
+
+
+def _recalled_stmt(*where, fingerprints: Fingerprints | None = None):
+    stmt = (select(*RECALLED, P.c.created_at.label("p_at"), REC.c.created_at.label("r_at"))
+            .join(REC, REC.c.problem_id == P.c.id).outerjoin(KEY, KEY.c.problem_id == P.c.id)
+            .where(P.c.status == "verified", *where))
+    if fingerprints is not None:
+        stmt = stmt.join(ART, ART.c.id == REC.c.artifact_id).where(
+            ART.c.model_fingerprint == fingerprints[0], ART.c.runtime_fingerprint == fingerprints[1])
+    return stmt
+
+
+def _first_per_problem(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """In ORDER; one per problem: its first recall (one per runtime since migration 0004)."""
+    found = sorted(found, key=lambda r: tuple(r[c] for c in ORDER))
+    seen: set[str] = set()
+    return [{k: v for k, v in r.items() if k not in ("p_at", "r_at", "match")}
+            for r in found if not (r["id"] in seen or seen.add(r["id"]))]
 
 
 class Recalls(Part):
@@ -38,16 +62,35 @@ class Recalls(Part):
 
     def _recalled(self, *where, fingerprints: Fingerprints | None = None) -> list[dict[str, Any]]:
         """With `fingerprints` (the engine's model, runtime): only recall artifacts made under them."""
-        stmt = (select(*RECALLED).join(REC, REC.c.problem_id == P.c.id)
-                .outerjoin(KEY, KEY.c.problem_id == P.c.id)
-                .where(P.c.status == "verified", *where).order_by(P.c.created_at, P.c.id))
-        if fingerprints is not None:
-            stmt = stmt.join(ART, ART.c.id == REC.c.artifact_id).where(
-                ART.c.model_fingerprint == fingerprints[0], ART.c.runtime_fingerprint == fingerprints[1])
         with self.engine.connect() as conn:
-            found = rows(conn.execute(stmt.order_by(REC.c.created_at, REC.c.artifact_id)))
-        seen: set[str] = set()  # one per problem: its first recall (one per runtime since migration 0004)
-        return [r for r in found if not (r["id"] in seen or seen.add(r["id"]))]
+            return _first_per_problem(rows(conn.execute(_recalled_stmt(*where, fingerprints=fingerprints))))
+
+    def matches(self, problem_id: str, key: str | None, numbers: str | None, shape_hash: str | None,
+                fingerprints: Fingerprints) -> dict[str, Any]:
+        """Everything routing asks of a new text, in one statement: `hash` (`get(problem_id)`), `key`
+        (`by_key(key)`), `numbers` (`by_numbers(numbers)`), each a list made under `fingerprints`, and
+        `shape`: the template and topic of the oldest problem of `shape_hash` (`problems.classify`), or
+        None. A None argument asks nothing of that kind (an empty list, or None)."""
+        branches = [_recalled_stmt(P.c.id == problem_id, fingerprints=fingerprints).add_columns(
+            literal("hash").label("match"))]
+        if key is not None:
+            branches.append(_recalled_stmt(and_(KEY.c.canonical_key.is_not(None), KEY.c.canonical_key == key),
+                                           fingerprints=fingerprints).add_columns(literal("key").label("match")))
+        if numbers is not None:
+            branches.append(_recalled_stmt(KEY.c.numbers == numbers, fingerprints=fingerprints).add_columns(
+                literal("numbers").label("match")))
+        if shape_hash is not None:  # the columns of a recall row; only template and topic are read
+            blank = [cast(null(), String).label(c.name) for c in RECALLED[7:]]
+            branches.append(select(*RECALLED[:7], *blank, P.c.created_at.label("p_at"),
+                                   cast(null(), P.c.created_at.type).label("r_at"), literal("shape").label("match"))
+                            .where(P.c.id == oldest_of_shape(shape_hash)))
+        with self.engine.connect() as conn:
+            found = rows(conn.execute(union_all(*branches) if len(branches) > 1 else branches[0]))
+        out: dict[str, Any] = {kind: _first_per_problem([r for r in found if r["match"] == kind])
+                               for kind in ("hash", "key", "numbers")}
+        shaped = next((r for r in found if r["match"] == "shape"), None)
+        out["shape"] = {"template": shaped["template"], "topic": shaped["topic"]} if shaped else None
+        return out
 
     def elsewhere(self, problem_id: str, key: str | None, fingerprints: Fingerprints) -> list[dict[str, Any]]:
         """Recall artifacts of this problem (or of its canonical key) made under other fingerprints than

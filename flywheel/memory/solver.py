@@ -30,7 +30,7 @@ from galahad.flywheel.memory.policy import RecallPolicy, RetrievalPolicy, first_
 from galahad.flywheel.memory.prefix import few_shot_decode
 from galahad.flywheel.memory.recall import graft_decode, render
 from galahad.flywheel.problems import canonical
-from galahad.flywheel.problems.shapes import shape
+from galahad.flywheel.problems.shapes import shape, shape_hash
 from galahad.verifier.verifier import Verifier
 
 __all__ = ["PATHS", "Answer", "RecallPolicy", "RetrievalPolicy", "Route", "Solver", "shape"]
@@ -136,9 +136,14 @@ class Solver:
         if not nums:
             return None
         self._keys()
+        return self._most_similar(text, self.catalog.recalls.by_numbers(nums, self.fingerprints))
+
+    def _most_similar(self, text: str, candidates: list[dict]) -> dict | None:
+        """Of verified problems with `text`'s numbers: the most similar with them in the same order, if
+        similar enough (`RecallPolicy.similar_min`)."""
         seq = canonical.number_sequence(text)
         best, best_score = None, self.recall_policy.similar_min
-        for cand in self.catalog.recalls.by_numbers(nums, self.fingerprints):
+        for cand in candidates:
             if canonical.number_sequence(cand["text"]) != seq:
                 continue
             score = canonical.similarity(text, cand["text"])
@@ -146,13 +151,24 @@ class Solver:
                 best, best_score = cand, score
         return best
 
+    def lookup(self, text: str, shape: bool = True) -> dict:
+        """What memory holds for `text`, in one catalog statement (`Recalls.matches`): its `hash`, `key` and
+        `numbers` matches (recall rows made under this engine's fingerprints; the numbers are asked only
+        for a text with no key, as `match_similar` does) and, with `shape`, its template and topic (`classify`)."""
+        key = self._canonical_key(text)
+        self._keys()
+        nums = canonical.numbers(text) if key is None else ""
+        return self.catalog.recalls.matches(problem_hash(text), key, nums or None,
+                                            shape_hash(text) if shape else None, self.fingerprints)
+
     def overlap(self, text: str) -> str:
         """How a problem overlaps the catalog's verified problems: hash, key, similar or none."""
-        if self.match_hash(text):
+        found = self.lookup(text, shape=False)
+        if found["hash"]:
             return "hash"
-        if self.match_key(text):
+        if found["key"]:
             return "key"
-        return "similar" if self.match_similar(text) else "none"
+        return "similar" if self._most_similar(text, found["numbers"]) else "none"
 
     @property
     def fingerprints(self) -> tuple[str, str]:
@@ -174,20 +190,21 @@ class Solver:
 
     def routes(self, text: str, template: str | None = None, topic: str | None = None,
                policy: RetrievalPolicy | None = None) -> Iterator[Route]:
-        """hash -> key -> similar -> transfer -> base, lazily (a later matcher runs only if needed)."""
+        """hash -> key -> similar -> transfer -> base. What the catalog holds for the text is read in one
+        statement (`lookup`), the library's chain in a second, only if the walk gets that far."""
+        found = self.lookup(text, shape=template is None and topic is None)
         seen: set[str] = set()
-        for path, match in (("hash", self.match_hash), ("key", self.match_key)):
-            hit = match(text)
+        for path in ("hash", "key"):
+            hit = found[path][0] if found[path] else None
             if hit and hit["id"] not in seen:
                 seen.add(hit["id"])
                 yield Route(path, hit["artifact_id"], hit["text"], "query", self.max_tokens, hit["answer"],
                             hit["id"], provenance(hit))
-        hit = self.match_similar(text) if not seen else None
+        hit = self._most_similar(text, found["numbers"]) if not seen else None
         if hit:  # a worked example only: the asked question after it, the model's answer, never verified
             yield Route("similar", hit["artifact_id"], text, "query", self.max_tokens, None, hit["id"])
-        if template is None and topic is None:
-            found = self.classify(text)
-            template, topic = (found["template"], found["topic"]) if found else (None, None)
+        if template is None and topic is None and found["shape"]:
+            template, topic = found["shape"]["template"], found["shape"]["topic"]
         tail = self.transfer_chain(template, topic, policy or RetrievalPolicy()) if (template or topic) else None
         if tail:
             yield Route("transfer", tail, text, "query", self.max_tokens)
