@@ -28,6 +28,10 @@ P, A, V, KEY, REC, ART = (TABLES[t] for t in ("problems", "attempts", "verificat
 RECALLED = [P.c.id, P.c.text, P.c.answer, P.c.topic, P.c.template, P.c.source, P.c.gold_source, REC.c.artifact_id,
             REC.c.verification_id, KEY.c.canonical_key, KEY.c.numbers]
 ORDER = ("p_at", "id", "r_at", "artifact_id")  # a recall list's order: oldest problem, then its oldest recall
+# How a recall is found, by kind: the problem's id, its canonical key (the same mathematics), its numbers.
+BY = {"hash": lambda problem_id: P.c.id == problem_id,
+      "key": lambda key: and_(KEY.c.canonical_key.is_not(None), KEY.c.canonical_key == key),
+      "numbers": lambda numbers: KEY.c.numbers == numbers}
 
 
 def _recalled_stmt(*where, fingerprints: Fingerprints | None = None):
@@ -71,19 +75,13 @@ class Recalls(Part):
         (`by_key(key)`), `numbers` (`by_numbers(numbers)`), each a list made under `fingerprints`, and
         `shape`: the template and topic of the oldest problem of `shape_hash` (`problems.classify`), or
         None. A None argument asks nothing of that kind (an empty list, or None)."""
-        branches = [_recalled_stmt(P.c.id == problem_id, fingerprints=fingerprints).add_columns(
-            literal("hash").label("match"))]
-        if key is not None:
-            branches.append(_recalled_stmt(and_(KEY.c.canonical_key.is_not(None), KEY.c.canonical_key == key),
-                                           fingerprints=fingerprints).add_columns(literal("key").label("match")))
-        if numbers is not None:
-            branches.append(_recalled_stmt(KEY.c.numbers == numbers, fingerprints=fingerprints).add_columns(
-                literal("numbers").label("match")))
-        if shape_hash is not None:  # the columns of a recall row; only template and topic are read
-            blank = [cast(null(), String).label(c.name) for c in RECALLED[7:]]
-            branches.append(select(*RECALLED[:7], *blank, P.c.created_at.label("p_at"),
-                                   cast(null(), P.c.created_at.type).label("r_at"), literal("shape").label("match"))
-                            .where(P.c.id == oldest_of_shape(shape_hash)))
+        asked = {"hash": problem_id, "key": key, "numbers": numbers}
+        branches = [_recalled_stmt(BY[kind](value), fingerprints=fingerprints).add_columns(literal(kind).label("match"))
+                    for kind, value in asked.items() if value is not None]
+        if shape_hash is not None:  # a recall row's columns, the problem's own filled: only template, topic are read
+            cols = [c if c.table is P else cast(null(), String).label(c.name) for c in RECALLED]
+            branches.append(select(*cols, P.c.created_at.label("p_at"), cast(null(), P.c.created_at.type).label("r_at"),
+                                   literal("shape").label("match")).where(P.c.id == oldest_of_shape(shape_hash)))
         with self.engine.connect() as conn:
             found = rows(conn.execute(union_all(*branches) if len(branches) > 1 else branches[0]))
         out: dict[str, Any] = {kind: _first_per_problem([r for r in found if r["match"] == kind])
@@ -95,9 +93,9 @@ class Recalls(Part):
     def elsewhere(self, problem_id: str, key: str | None, fingerprints: Fingerprints) -> list[dict[str, Any]]:
         """Recall artifacts of this problem (or of its canonical key) made under other fingerprints than
         `fingerprints`: what a catalog moved to another machine holds, unusable until recompiled."""
-        match = P.c.id == problem_id
+        match = BY["hash"](problem_id)
         if key is not None:
-            match = match | and_(KEY.c.canonical_key.is_not(None), KEY.c.canonical_key == key)
+            match = match | BY["key"](key)
         stmt = (select(ART.c.id, ART.c.model_fingerprint, ART.c.runtime_fingerprint)
                 .join(REC, REC.c.artifact_id == ART.c.id).join(P, P.c.id == REC.c.problem_id)
                 .outerjoin(KEY, KEY.c.problem_id == P.c.id)
@@ -108,7 +106,7 @@ class Recalls(Part):
 
     def get(self, problem_id: str, fingerprints: Fingerprints | None = None) -> dict[str, Any] | None:
         """The verified problem with the artifact that serves its recurrence, or None."""
-        found = self._recalled(P.c.id == problem_id, fingerprints=fingerprints)
+        found = self._recalled(BY["hash"](problem_id), fingerprints=fingerprints)
         return found[0] if found else None
 
     def all(self, fingerprints: Fingerprints | None = None) -> list[dict[str, Any]]:
@@ -117,12 +115,11 @@ class Recalls(Part):
 
     def by_key(self, key: str, fingerprints: Fingerprints | None = None) -> list[dict[str, Any]]:
         """Verified problems with a recall artifact and this canonical key (the same mathematics)."""
-        return self._recalled(and_(KEY.c.canonical_key.is_not(None), KEY.c.canonical_key == key),
-                              fingerprints=fingerprints)
+        return self._recalled(BY["key"](key), fingerprints=fingerprints)
 
     def by_numbers(self, numbers: str, fingerprints: Fingerprints | None = None) -> list[dict[str, Any]]:
         """Verified problems with a recall artifact that mention exactly this multiset of numbers."""
-        return self._recalled(KEY.c.numbers == numbers, fingerprints=fingerprints)
+        return self._recalled(BY["numbers"](numbers), fingerprints=fingerprints)
 
     def missing(self) -> list[dict[str, Any]]:
         """Verified problems whose recall artifact was never deposited (a kill, or a pre-recall catalog)."""

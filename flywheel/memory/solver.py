@@ -120,27 +120,13 @@ class Solver:
         return self.catalog.recalls.get(problem_hash(text), self.fingerprints)
 
     def match_key(self, text: str) -> dict | None:
-        key = self._canonical_key(text)
-        if key is None:
-            return None
-        self._keys()
-        hits = self.catalog.recalls.by_key(key, self.fingerprints)
+        hits = self.lookup(text, shape=False)["key"]
         return hits[0] if hits else None
 
-    def match_similar(self, text: str) -> dict | None:
-        """Only for a problem with no key: the most similar verified problem that mentions the same
-        numbers in the same order, if similar enough. A parsed problem's key already said no."""
-        if self._canonical_key(text) is not None:
-            return None
-        nums = canonical.numbers(text)
-        if not nums:
-            return None
-        self._keys()
-        return self._most_similar(text, self.catalog.recalls.by_numbers(nums, self.fingerprints))
-
     def _most_similar(self, text: str, candidates: list[dict]) -> dict | None:
-        """Of verified problems with `text`'s numbers: the most similar with them in the same order, if
-        similar enough (`RecallPolicy.similar_min`)."""
+        """Only for a problem with no key (a parsed problem's key already said no), of the verified problems
+        with its numbers (`lookup`'s `numbers`): the most similar with them in the same order, if similar
+        enough (`RecallPolicy.similar_min`)."""
         seq = canonical.number_sequence(text)
         best, best_score = None, self.recall_policy.similar_min
         for cand in candidates:
@@ -154,7 +140,7 @@ class Solver:
     def lookup(self, text: str, shape: bool = True) -> dict:
         """What memory holds for `text`, in one catalog statement (`Recalls.matches`): its `hash`, `key` and
         `numbers` matches (recall rows made under this engine's fingerprints; the numbers are asked only
-        for a text with no key, as `match_similar` does) and, with `shape`, its template and topic (`classify`)."""
+        for a text with no key) and, with `shape`, its template and topic (`classify`)."""
         key = self._canonical_key(text)
         self._keys()
         nums = canonical.numbers(text) if key is None else ""
