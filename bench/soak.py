@@ -99,10 +99,8 @@ def sample(server: Served, data: Path, t_start: float, t_prev: float, prev_verif
         learner = server.json("GET", "/readyz")[1].get("learner", {})
     tier: dict[str, float] = {}
     with contextlib.suppress(Exception):
-        for line in server.request("GET", "/metrics")[2].decode().splitlines():
-            name, _, value = line.partition(" ")
-            if name.startswith("galahad_ram_tier_"):
-                tier[name.removeprefix("galahad_ram_tier_")] = float(value)
+        tier = {name.removeprefix("galahad_ram_tier_"): value for name, value in server.metrics().items()
+                if name.startswith("galahad_ram_tier_")}
     verified = int(stats.get("verified", prev_verified)) if status == 200 else prev_verified
     dt_h = (now - t_prev) / 3600
     paths: dict[str, int] = {}

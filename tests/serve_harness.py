@@ -51,6 +51,15 @@ class Served:
         status, _, raw = self.request(method, path, body, **kw)
         return status, json.loads(raw)
 
+    def metrics(self) -> dict[str, float]:
+        """`GET /metrics` as {sample: value}: `name` for a sample without labels, `name{labels}` for one with."""
+        out = {}
+        for line in self.request("GET", "/metrics")[2].decode().splitlines():
+            if line and not line.startswith("#"):
+                sample, _, value = line.rpartition(" ")
+                out[sample] = float(value)
+        return out
+
     def wait_ready(self, timeout: float = 400) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -260,7 +260,7 @@ def _metrics(served) -> str:
 
 
 def _metric_sum(served, name: str) -> float:
-    return sum(float(line.split()[-1]) for line in _metrics(served).splitlines() if line.startswith(name))
+    return sum(value for sample, value in served.metrics().items() if sample.startswith(name))
 
 
 def test_metrics_per_route_and_answer_path(served, client):

@@ -305,11 +305,7 @@ def test_solve_cli_against_the_server(served, env):
 # -- no request stops the service ------------------------------------------------------------------
 
 def _metric(served, name: str) -> float | None:
-    _, _, raw = served.request("GET", "/metrics")
-    for line in raw.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
+    return served.metrics().get(name)
 
 
 def _learner(served, wanted, timeout: float = 600) -> dict:
