@@ -15,7 +15,7 @@ problems of their own, which the service queues for the learner; every 8th reque
 
 Per interval (one line on stderr, one row in the report, written as it comes: a killed run keeps its rows):
 RSS and PSS of the server's whole session (driver + every Ray process: sum over /proc/PID of VmRSS, Pss),
-its process count, the store's bytes on disk (data/store, apparent sizes), the catalog's bytes and rows
+its process count, each process's VmRSS and Pss by PID and name (`ray::Class` for an actor), the store's bytes on disk (data/store, apparent sizes), the catalog's bytes and rows
 (`GET /v1/catalog/stats`: problems, attempts, verifications, artifacts, libraries, runs), verified and
 verified/h over the interval, answer requests (/v1/solve and /v1/chat/completions) and their client-side
 p50/p99 latency, busy answers (503 on /v1/solve, 429 on the chat route: documented back-pressure, counted
@@ -25,7 +25,8 @@ misses), and os.getloadavg().
 
 At the end: the report JSON (`--out`, default reports/soak-MODEL.json), a PNG beside it (RSS, store, verified/h,
 p99 latency vs minutes), and the RSS slope: least squares, MB per hour, over the intervals after the first
-10 minutes (the first third when the run is shorter than 30 minutes). The last stdout line with --json is
+10 minutes (the first third when the run is shorter than 30 minutes), overall and per process
+(`process_slopes`, largest first: which process holds the growth). The last stdout line with --json is
 the summary; its errors and busy include the requests that ended after the last sample (drained at the
 end, or failed when the server died: `after_last_interval`). Exit 1 when the server died or any request erred.
 """
@@ -90,7 +91,7 @@ def sample(server: Served, data: Path, t_start: float, t_prev: float, prev_verif
     rows = tally.take()
     answers = [r for r in rows if r[0] in load.ANSWER_ENDPOINTS]
     ok = [r[2] for r in answers if 200 <= r[1] < 300]
-    rss, pss = load.session_memory(server.session())
+    rss, pss, each = load.session_memory(server.session())
     status, stats = 0, {}
     with contextlib.suppress(Exception):
         status, stats = server.json("GET", "/v1/catalog/stats")
@@ -129,7 +130,25 @@ def sample(server: Served, data: Path, t_start: float, t_prev: float, prev_verif
         "ram_tier_capacity_mb": round(tier["capacity_bytes"] / 1e6, 2) if "capacity_bytes" in tier else None,
         "ram_tier_hits": tier.get("hits_total"), "ram_tier_misses": tier.get("misses_total"),
         "load": [round(x, 2) for x in os.getloadavg()],
+        "by_process": each,
     }
+
+
+def process_slopes(rows: list[dict]) -> list[dict]:
+    """Per process (PID and name) over `rows`: first and last RSS, and its least-squares RSS slope (MB/h),
+    largest slope first: which process holds the session's growth."""
+    seen: dict[str, dict] = {}
+    for r in rows:
+        for pid, p in (r.get("by_process") or {}).items():
+            seen.setdefault(pid, {"pid": int(pid), "name": p["name"], "points": []})["points"].append(
+                (r["minute"], p["rss_mb"]))
+    out = []
+    for s in seen.values():
+        pts = s.pop("points")
+        out.append({**s, "samples": len(pts), "from_minute": pts[0][0], "to_minute": pts[-1][0],
+                    "rss_mb_first": pts[0][1], "rss_mb_last": pts[-1][1],
+                    "rss_slope_mb_per_h": slope_per_h(pts) if len(pts) >= 2 else None})
+    return sorted(out, key=lambda s: -(s["rss_slope_mb_per_h"] or 0.0))
 
 
 def plot(report: dict, png: Path) -> None:
@@ -140,15 +159,25 @@ def plot(report: dict, png: Path) -> None:
 
     rows = report["intervals"]
     x = [r["minute"] for r in rows]
-    fig, axes = plt.subplots(5, 1, figsize=(8, 12), sharex=True)
+    fig, axes = plt.subplots(6, 1, figsize=(8, 14), sharex=True)
     series = (("rss_mb", "session RSS (MB)"), ("store_mb", "store (MB)"), ("ram_tier_mb", "replica RAM tier (MB)"),
               ("verified_per_h", "verified / h"), ("p99_s", "answer p99 (s)"))
-    for ax, (key, label) in zip(axes, series, strict=True):
+    for ax, (key, label) in zip(axes[:-1], series, strict=True):
         ax.plot(x, [r[key] if r.get(key) is not None else float("nan") for r in rows], marker=".")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0].plot(x, [r["pss_mb"] for r in rows], marker=".", alpha=0.6, label="PSS")
     axes[0].legend(["RSS (sum VmRSS)", "PSS"], fontsize=8)
+    procs = {}  # the six largest processes at the end, each its own line
+    for pid, p in sorted((rows[-1].get("by_process") or {}).items(), key=lambda kv: -kv[1]["rss_mb"])[:6]:
+        procs[pid] = f"{p['name']} ({pid})"
+    for pid, label in procs.items():
+        axes[-1].plot(x, [r.get("by_process", {}).get(pid, {}).get("rss_mb", float("nan")) for r in rows],
+                      marker=".", label=label)
+    axes[-1].set_ylabel("RSS per process (MB)")
+    axes[-1].grid(alpha=0.3)
+    if procs:
+        axes[-1].legend(fontsize=7)
     axes[-1].set_xlabel("minutes")
     fig.suptitle(f"galahad serve soak, {report['model']}: RSS slope {report['rss_slope_mb_per_h']} MB/h "
                  f"(after minute {report['slope_after_minute']})", fontsize=10)
@@ -259,6 +288,7 @@ def main() -> int:
     late = [r for r in rows if r["minute"] > skip]
     report["rss_slope_mb_per_h"] = slope_per_h([(r["minute"], r["rss_mb"]) for r in late])
     report["pss_slope_mb_per_h"] = slope_per_h([(r["minute"], r["pss_mb"]) for r in late])
+    report["process_slopes"] = process_slopes(late)
     report["finished"] = True
     summary = {
         "minutes": round(rows[-1]["minute"], 2) if rows else 0.0, "intervals": len(rows),
@@ -269,7 +299,9 @@ def main() -> int:
         "busy": sum(r["busy"] for r in rows) + report["after_last_interval"]["busy"],
         "errors": sum(r["errors"] for r in rows) + report["after_last_interval"]["errors"],
         "server_died": report["server_died"],
-        "load_last": rows[-1]["load"] if rows else None, "report": str(out), "png": str(out.with_suffix(".png")),
+        "load_last": rows[-1]["load"] if rows else None,
+        "top_process_slopes": [{k: p[k] for k in ("pid", "name", "rss_mb_first", "rss_mb_last", "rss_slope_mb_per_h")}
+                               for p in report["process_slopes"][:4]], "report": str(out), "png": str(out.with_suffix(".png")),
     }
     report["summary"] = summary
     write_json(out, report)

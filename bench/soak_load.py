@@ -143,20 +143,45 @@ def client(server, c: int, model: str, submitted: list, new: list, stop: threadi
         stop.wait(think + (1.0 if status in (429, 503) else 0.0))  # Retry-After is 1 s
 
 
-def session_memory(pids: list[int]) -> tuple[float, float]:
-    """(sum of VmRSS, sum of Pss) in MB over `pids` (Pss splits shared pages among their sharers)."""
+def process_name(pid: int) -> str:
+    """What a session process is, from its command line: a Ray worker's `ray::Class` title (an actor's class,
+    or `IDLE`), a Ray daemon's program name (raylet, gcs_server, ...), else the program and its first argument
+    (the serve driver: `python -m galahad`)."""
+    try:
+        argv = [a for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    except OSError:
+        return "gone"
+    if not argv:
+        return "?"
+    head = argv[0].decode(errors="replace")
+    if head.startswith("ray::"):
+        return head.split()[0]
+    name = Path(head.split()[0]).name
+    if name.startswith("python") and len(argv) > 1:
+        rest = [a.decode(errors="replace") for a in argv[1:3]]
+        return " ".join([name, *rest]) if rest[0] == "-m" else f"{name} {Path(rest[0]).name}"
+    return name
+
+
+def session_memory(pids: list[int]) -> tuple[float, float, dict[str, dict]]:
+    """(sum of VmRSS, sum of Pss) in MB over `pids` (Pss splits shared pages among their sharers), and per
+    process {"PID": {"name", "rss_mb", "pss_mb"}} (which process grows)."""
     rss = pss = 0
+    each: dict[str, dict] = {}
     for pid in pids:
         try:
+            r = p = 0
             for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
-                    rss += int(line.split()[1])
+                    r = int(line.split()[1])
             for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):
-                    pss += int(line.split()[1])
+                    p = int(line.split()[1])
         except (OSError, ValueError):  # gone meanwhile
             continue
-    return rss / 1024, pss / 1024
+        rss, pss = rss + r, pss + p
+        each[str(pid)] = {"name": process_name(pid), "rss_mb": round(r / 1024, 1), "pss_mb": round(p / 1024, 1)}
+    return rss / 1024, pss / 1024, each
 
 
 def tree_bytes(root: Path) -> int:

@@ -131,6 +131,7 @@ class _Swap:
 class InvariantMode(KernelMode):
     name = "invariant"
     contiguous_keys_only = True  # the attention lays keys out by absolute position, back from the query
+    token_by_token_exact = True
 
     def __init__(self) -> None:
         if not linear.available():

@@ -19,6 +19,21 @@ class KernelMode:
     # prefilled in a padded batch has padding between its prefix and its question (workers/batch.py).
     contiguous_keys_only = False
 
+    # Whether a position's logits are the same bits token by token as after a chunked prefill (the exactness
+    # proof then checks it): only a mode whose attention is invariant to the key count promises it.
+    token_by_token_exact = False
+
+    def facts(self) -> dict:
+        """What besides its name makes this mode's bits (e.g. a compiled kernel's build), recorded in the
+        runtime fingerprint when not empty."""
+        return {}
+
+    def prepare(self, model, weight_codes=None) -> dict:
+        """Adapt a freshly loaded model to this mode (called once by the model loader; `weight_codes`: a
+        callable giving the model's lossless weight codes by parameter name, for modes that read them).
+        Stock changes nothing."""
+        return {}
+
     def attn_implementation(self, requested: str) -> str:
         """The attention implementation the model must be loaded with under this mode."""
         return requested
@@ -65,6 +80,8 @@ def register(cls: type[KernelMode]) -> type[KernelMode]:
 def get_mode(name: str) -> KernelMode:
     if name == "invariant" and name not in _MODES:
         import galahad.kernels.invariant  # noqa: F401  (registers itself)
+    if name == "codes" and name not in _MODES:
+        import galahad.kernels.codes_mode  # noqa: F401  (registers itself)
     try:
         return _MODES[name]()
     except KeyError:

@@ -316,7 +316,11 @@ def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
     try:
         adapter = arches.for_config(cfg)
         adapter.check_model(model)
-        get_mode(runtime.kernel_mode).check_activation(adapter.activation(cfg))
+        mode = get_mode(runtime.kernel_mode)
+        mode.check_activation(adapter.activation(cfg))
+        from galahad.workers.weight_codes import weight_codes
+
+        mode.prepare(model, lambda: weight_codes(spec, cache, folder))
     except GalahadError as exc:
         raise GalahadError(f"model {spec!r} failed to load: {exc}") from None
     return LoadedModel(

@@ -142,6 +142,11 @@ def runtime_facts(config: RuntimeConfig, arch: dict | None = None) -> dict:
     }
     if arch:
         facts["arch"] = dict(arch)
+    from galahad.kernels.modes import get_mode
+
+    kernels = get_mode(config.kernel_mode).facts()
+    if kernels:  # recorded only when the mode has any (a compiled kernel's build), so others are unchanged
+        facts["kernels"] = kernels
     return facts
 
 

@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL, help="gemma3-270m (default), tiny, or a local model folder")
     p.add_argument("--samples", type=count(), default=50, help="number of (prefix, query) pairs (default 50)")
     p.add_argument("--seed", type=SEED, default=0)
-    p.add_argument("--mode", choices=["stock", "invariant"], default="stock", help="kernel mode")
+    p.add_argument("--mode", choices=["stock", "invariant", "codes"], default="stock", help="kernel mode")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", type=Path, default=None,
                    help="also write the JSON report to this file; to an existing folder: as the per-CPU record "

@@ -77,7 +77,7 @@ def _kl_max(p_logits: torch.Tensor, q_logits: torch.Tensor) -> float:
 def prove(engine: Engine, cases: list[Case], artifact_ids: list[str], store: LocalStore) -> dict:
     """Every comparison is by bytes (SHA-256 of the fp32 logits), never by tolerance."""
     rows = []
-    tbt_checked = engine.runtime.kernel_mode != "stock"
+    tbt_checked = engine.kernels.token_by_token_exact
     for c, art_id in zip(cases, artifact_ids, strict=True):
         plen = len(c.prefix)
         ref_cache = engine.new_cache()

@@ -1,0 +1,249 @@
+"""Lossless weight codes: a quantized checkpoint's integer codes and scales, kept so that a GEMM reads ~1.1-1.5
+bytes a weight instead of fp32's 4 and still multiplies by exactly the fp32 values the model was loaded with.
+
+A model converted from a GGUF holds fp32 weights that are, bit for bit, the GGUF's dequantization (checked:
+gemma3-270m's 127 matrices equal `gguf.quants.dequantize`). For the block types whose dequantization is
+`w = q * scale[group]` (+ `offset[group]`) in fp32 (Q8_0, Q5_0, Q4_0, Q6_K, Q4_K), this module keeps `q` as
+int8 and the per-group scale (and offset) as fp32: `decode` is that product (and sum) in IEEE fp32, the same
+two operations the C++ kernel runs in registers, and a weight is given codes only when its decode equals the
+loaded weight bit for bit (`same_bits`, int32 view: -0.0 is not 0.0). So the codes never change a result.
+
+The codes are read with the GGUF's own reference dequantizer (gguf-py): the block's scale fields are set to
+one and the dequantization of that block *is* its codes; the real scales come from the same fields. No bit
+layout is re-implemented here.
+
+`gemm` is the kernel (kernels/codes_gemm.cpp, compiled on first use with the machine's g++ into the kernel
+cache, `GALAHAD_KERNEL_CACHE`, default ~/.cache/galahad-kernels): each output element is one fixed reduction,
+independent of the call's row count, the element's row or column, the thread count, and of whether the
+weight came as codes or fp32.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+import tempfile
+import threading
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+SOURCE = Path(__file__).with_name("codes_gemm.cpp")
+CXX = os.environ.get("CXX", "g++")
+CFLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fopenmp", "-fPIC", "-shared", "-std=c++17")
+LANES = 16  # the kernel's reduction width: K and every group must be a multiple
+
+
+@dataclass(frozen=True)
+class Codes:
+    """Weight [n, k] as int8 codes with fp32 scales (and offsets) per `group` consecutive k."""
+
+    q: torch.Tensor  # int8 [n, k]
+    scale: torch.Tensor  # fp32 [n, k // group]
+    offset: torch.Tensor | None  # fp32 [n, k // group], or None
+    group: int
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.q, self.scale, self.offset) if t is not None)
+
+
+def decode(c: Codes) -> torch.Tensor:
+    """The fp32 weight the codes stand for: q * scale, then + offset (two IEEE fp32 operations, as the kernel)."""
+    n, k = c.q.shape
+    w = c.q.to(torch.float32).view(n, k // c.group, c.group) * c.scale[:, :, None]
+    if c.offset is not None:
+        w = w + c.offset[:, :, None]
+    return w.reshape(n, k)
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal as bytes (fp32 compared through an int32 view, so -0.0 != 0.0 and NaNs compare by payload)."""
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a.view(torch.int32), b.view(torch.int32))
+
+
+# --- reading codes out of GGUF blocks -------------------------------------------------------------------------
+
+_F16_ONE = np.array([1.0], dtype=np.float16).view(np.uint8)
+_F16_ZERO = np.array([0.0], dtype=np.float16).view(np.uint8)
+_Q4K_UNIT_SCALES = np.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1], dtype=np.uint8)  # every sc = 1, every min = 0
+
+
+def _f16(blocks: np.ndarray, at: int) -> np.ndarray:
+    return np.ascontiguousarray(blocks[:, at:at + 2]).view(np.float16).astype(np.float32)[:, 0]
+
+
+def _unit_codes(blocks: np.ndarray, unit: np.ndarray, qtype) -> np.ndarray:
+    from gguf.quants import dequantize
+
+    values = dequantize(unit, qtype).reshape(blocks.shape[0], -1)
+    q = values.astype(np.int8)
+    if not np.array_equal(q.astype(np.float32), values):  # not small integers: not a scaled-code type
+        raise ValueError("unit-scale dequantization is not integral")
+    return q
+
+
+def gguf_codes(raw: np.ndarray, qtype, n: int, k: int) -> Codes | None:
+    """Codes for one GGUF tensor of `n` rows of `k` ([n, k] as torch lays it out), from its raw block bytes;
+    None for a block type this module does not read (the weight then stays fp32)."""
+    from gguf import GGMLQuantizationType as T
+    from gguf.quants import Q4_K
+
+    name = getattr(qtype, "name", str(qtype))
+    if name not in ("Q8_0", "Q5_0", "Q4_0", "Q6_K", "Q4_K"):
+        return None
+    from gguf.constants import GGML_QUANT_SIZES
+
+    per_block, block_bytes = GGML_QUANT_SIZES[T[name]]
+    blocks = np.ascontiguousarray(raw).view(np.uint8).reshape(-1, block_bytes)
+    if blocks.shape[0] * per_block != n * k:
+        raise ValueError(f"GGUF tensor of {blocks.shape[0]} {name} blocks is not [{n}, {k}]")
+    unit = blocks.copy()
+    offset = None
+    if name in ("Q8_0", "Q5_0", "Q4_0"):  # d (f16) first; w = d * q
+        unit[:, 0:2] = _F16_ONE
+        scale, group = _f16(blocks, 0)[:, None], per_block
+    elif name == "Q6_K":  # ql 128, qh 64, scales int8 [16], d (f16) last; w = (d * sc) * q
+        unit[:, 192:208] = 1
+        unit[:, 208:210] = _F16_ONE
+        sc = blocks[:, 192:208].view(np.int8).astype(np.float32)
+        scale, group = _f16(blocks, 208)[:, None] * sc, 16
+    else:  # Q4_K: d, dmin (f16), 12 bytes of 6-bit scales and mins, qs; w = (d * sc) * q - dmin * m
+        unit[:, 0:2], unit[:, 2:4], unit[:, 4:16] = _F16_ONE, _F16_ZERO, _Q4K_UNIT_SCALES
+        sc, m = Q4_K.get_scale_min(np.ascontiguousarray(blocks[:, 4:16]))
+        scale = _f16(blocks, 0)[:, None] * sc.astype(np.float32)
+        offset = -(_f16(blocks, 2)[:, None] * m.astype(np.float32))
+        group = 32
+    q = _unit_codes(blocks, unit, T[name])
+    to = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=a.dtype)).reshape(n, -1)  # noqa: E731
+    return Codes(to(q.reshape(-1)), to(scale.astype(np.float32).reshape(-1)),
+                 None if offset is None else to(offset.astype(np.float32).reshape(-1)), group)
+
+
+# --- the kernel ----------------------------------------------------------------------------------------------
+
+_lib_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+
+
+def cpu_supported() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text(errors="replace").split("flags", 1)[1].split("\n", 1)[0].split()
+    except (OSError, IndexError):
+        return False
+    return "avx512f" in flags and "avx512bw" in flags
+
+
+def build_id() -> str:
+    """What the compiled kernel's bits depend on besides the CPU: its source, the compiler, the flags."""
+    try:
+        version = subprocess.run([CXX, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError) as exc:
+        raise RuntimeError(f"the codes kernel mode needs a C++ compiler ({CXX}): {exc}") from None
+    h = hashlib.sha256(SOURCE.read_bytes())
+    h.update("\0".join((version, *CFLAGS)).encode())
+    return h.hexdigest()[:16]
+
+
+def kernel_cache() -> Path:
+    return Path(os.environ.get("GALAHAD_KERNEL_CACHE", "~/.cache/galahad-kernels")).expanduser()
+
+
+def library() -> ctypes.CDLL:
+    """The compiled kernel, built once per (source, compiler, flags) into the kernel cache (written to a temp
+    file and renamed, so a killed build leaves nothing half-written). Loaded after torch, whose OpenMP
+    runtime (libgomp.so.1) the library then shares instead of starting a second thread pool."""
+    global _lib
+    with _lib_lock:
+        if _lib is not None:
+            return _lib
+        if not cpu_supported():
+            raise RuntimeError("the codes kernel mode needs AVX-512 (avx512f, avx512bw); this CPU has not")
+        so = kernel_cache() / f"codes_gemm-{build_id()}.so"
+        if not so.is_file():
+            so.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".codes_gemm-", suffix=".so", dir=so.parent)
+            os.close(fd)
+            try:
+                done = subprocess.run([CXX, *CFLAGS, str(SOURCE), "-o", tmp], capture_output=True, text=True,
+                                      timeout=300)
+                if done.returncode != 0:
+                    last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+                    raise RuntimeError(f"building the codes kernel failed ({CXX}): {last}")
+                os.replace(tmp, so)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        lib = ctypes.CDLL(str(so))
+        p, i = ctypes.c_void_p, ctypes.c_long
+        lib.codes_gemm.argtypes = [p, i, i, i, p, p, p, p, i, i, p]
+        lib.codes_decode.argtypes = [i, i, p, p, p, i, p]
+        _lib = lib
+        return lib
+
+
+def _ptr(t: torch.Tensor | None) -> int | None:
+    return None if t is None else t.data_ptr()
+
+
+def check_shapes(k: int, codes: Codes | None) -> None:
+    if k % LANES:
+        raise TypeError(f"the codes kernel needs a reduction length that is a multiple of {LANES}, got {k}")
+    if codes is not None and (codes.group % LANES or k % codes.group):
+        raise TypeError(f"codes group {codes.group} must be a multiple of {LANES} dividing {k}")
+
+
+def gemm(x: torch.Tensor, weight: torch.Tensor, codes: Codes | None = None) -> torch.Tensor:
+    """x [m, k] fp32 @ weight[n, k]^T -> [m, n], reading `codes` instead of `weight` when given (same bits)."""
+    m, k = x.shape
+    n = weight.shape[0]
+    check_shapes(k, codes)
+    x = x.contiguous()
+    out = torch.empty((m, n), dtype=torch.float32)
+    if m == 0 or n == 0:
+        return out
+    lib = library()
+    threads = torch.get_num_threads()
+    if codes is None:
+        w = weight.contiguous()
+        lib.codes_gemm(_ptr(x), m, n, k, _ptr(w), None, None, None, LANES, threads, _ptr(out))
+    else:
+        lib.codes_gemm(_ptr(x), m, n, k, None, _ptr(codes.q), _ptr(codes.scale), _ptr(codes.offset), codes.group,
+                       threads, _ptr(out))
+    return out
+
+
+def kernel_decode(codes: Codes) -> torch.Tensor:
+    """The kernel's own decode (the registers' values, stored): equal to `decode` by construction, tested."""
+    n, k = codes.q.shape
+    check_shapes(k, codes)
+    out = torch.empty((n, k), dtype=torch.float32)
+    library().codes_decode(n, k, _ptr(codes.q), _ptr(codes.scale), _ptr(codes.offset), codes.group, _ptr(out))
+    return out
+
+
+# --- which weights have codes ----------------------------------------------------------------------------------
+
+# id(weight) -> (weakref to weight, its version when attached, codes)
+_ATTACHED: dict[int, tuple[weakref.ref, int, Codes]] = {}
+
+
+def attach(weight: torch.Tensor, codes: Codes) -> None:
+    """Serve `weight` from `codes` from now on; refused unless they decode to its exact bits."""
+    if weight.dtype != torch.float32 or not same_bits(decode(codes), weight.detach()):
+        raise ValueError(f"codes do not decode to this weight's bits ({tuple(weight.shape)})")
+    key = id(weight)
+    _ATTACHED[key] = (weakref.ref(weight, lambda _, key=key: _ATTACHED.pop(key, None)), weight._version, codes)
+
+
+def codes_for(weight: torch.Tensor) -> Codes | None:
+    """The codes attached to this very tensor, unless it was modified since (then the fp32 path)."""
+    hit = _ATTACHED.get(id(weight))
+    if hit is None or hit[0]() is not weight or hit[1] != weight._version:
+        return None
+    return hit[2]

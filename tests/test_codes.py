@@ -1,0 +1,179 @@
+"""The `codes` kernel mode: GGUF codes read by gguf-py's own dequantizer decode to its exact bits; the codes GEMM
+gives a row the same bits whatever shares the call, on any thread count, from codes or from fp32; a model
+loaded in the mode grafts exactly; the real default model's 127 matrices all get codes (slow)."""
+
+import hashlib
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from galahad.flywheel.errors import GalahadError
+from galahad.kernels import codes as C
+from galahad.kernels.codes import Codes, decode, gemm, same_bits
+
+pytestmark = pytest.mark.skipif(not C.cpu_supported(), reason="the codes kernel needs AVX-512")
+
+
+def _blocks(qtype: str, n_blocks: int, seed: int) -> np.ndarray:
+    """Random GGUF blocks of `qtype` with finite, varied f16 scale fields (the rest random bits)."""
+    from gguf import GGMLQuantizationType as T
+    from gguf.constants import GGML_QUANT_SIZES
+
+    rng = np.random.default_rng(seed)
+    size = GGML_QUANT_SIZES[T[qtype]][1]
+    b = rng.integers(0, 256, (n_blocks, size), dtype=np.uint8)
+    f16 = lambda: (rng.standard_normal(n_blocks) * 10.0 ** rng.integers(-6, 1, n_blocks)).astype(np.float16)  # noqa: E731
+    for at in {"Q8_0": [0], "Q5_0": [0], "Q4_0": [0], "Q6_K": [208], "Q4_K": [0, 2]}[qtype]:
+        b[:, at:at + 2] = f16().view(np.uint8).reshape(n_blocks, 2)
+    b[:3, :2] = np.array([0.0, -0.0, 6.1e-5], dtype=np.float16).view(np.uint8).reshape(3, 2)  # zeros, subnormal
+    return b
+
+
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q5_0", "Q4_0", "Q6_K", "Q4_K"])
+def test_gguf_codes_decode_to_the_reference_dequantization_bit_for_bit(qtype):
+    from gguf import GGMLQuantizationType as T
+    from gguf.quants import dequantize
+
+    per_block = 256 if qtype.endswith("_K") else 32
+    n, k = 12, 2 * 256
+    blocks = _blocks(qtype, n * k // per_block, seed=len(qtype))
+    ref = torch.from_numpy(dequantize(blocks, T[qtype]).astype(np.float32).reshape(n, k))
+    c = C.gguf_codes(blocks, T[qtype], n, k)
+    assert c is not None and c.q.dtype == torch.int8 and c.q.shape == (n, k)
+    assert same_bits(decode(c), ref)
+    assert same_bits(C.kernel_decode(c), ref)  # what the registers hold
+    assert (c.offset is not None) == (qtype == "Q4_K")
+
+
+def test_unsupported_block_types_get_no_codes():
+    from gguf import GGMLQuantizationType as T
+
+    assert C.gguf_codes(np.zeros((4, 18), np.uint8), T.Q2_K, 1, 256) is None
+    assert C.gguf_codes(np.zeros((1, 64), np.uint8), T.F32, 1, 16) is None
+
+
+def test_same_bits_tells_signed_zeros_apart():
+    assert not same_bits(torch.tensor([0.0]), torch.tensor([-0.0]))
+    assert same_bits(torch.tensor([1.5, -0.0]), torch.tensor([1.5, -0.0]))
+
+
+@pytest.fixture(scope="module")
+def coded():
+    g = torch.Generator().manual_seed(0)
+    n, k = 70, 640
+    c = Codes(torch.randint(-32, 32, (n, k), dtype=torch.int8, generator=g), torch.randn(n, k // 32, generator=g),
+              torch.randn(n, k // 32, generator=g), 32)
+    return c, decode(c), torch.randn(300, k, generator=g)
+
+
+def test_codes_and_fp32_weights_give_the_same_bits(coded):
+    c, w, x = coded
+    assert same_bits(gemm(x, w, c), gemm(x, w))
+
+
+@pytest.mark.parametrize("rows", [1, 2, 5, 6, 7, 17, 63, 64, 65, 256])
+def test_a_row_never_depends_on_the_rows_beside_it(coded, rows):
+    c, w, x = coded
+    full = gemm(x[:300], w)
+    for lo in (0, 3, 300 - rows):
+        assert same_bits(gemm(x[lo:lo + rows], w, c), full[lo:lo + rows])
+        assert same_bits(gemm(x[lo:lo + rows], w), full[lo:lo + rows])
+
+
+def test_columns_and_threads_do_not_change_bits(coded):
+    c, w, x = coded
+    full = gemm(x, w, c)
+    part = Codes(c.q[5:12], c.scale[5:12], c.offset[5:12], c.group)
+    assert same_bits(gemm(x[:17], w[5:12], part), full[:17, 5:12])
+    threads = torch.get_num_threads()
+    try:
+        for t in (1, 2, 3):
+            torch.set_num_threads(t)
+            assert same_bits(gemm(x, w, c), full)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_shapes_the_kernel_cannot_reduce_are_refused(coded):
+    with pytest.raises(TypeError, match="multiple of 16"):
+        gemm(torch.randn(2, 40), torch.randn(3, 40))
+    c, w, _ = coded
+    with pytest.raises(TypeError, match="group"):
+        gemm(torch.randn(2, 640), w, Codes(c.q, c.scale, None, 24))
+
+
+def test_attach_refuses_codes_that_are_not_the_weight_and_drops_them_when_it_changes(coded):
+    c, w, x = coded
+    weight = w.clone()
+    wrong = Codes(c.q.clone(), c.scale, c.offset, c.group)
+    wrong.q[0, 0] += 1
+    with pytest.raises(ValueError, match="do not decode"):
+        C.attach(weight, wrong)
+    C.attach(weight, c)
+    assert C.codes_for(weight) is c
+    weight[0, 0] += 1.0  # an in-place change: the codes no longer stand for it
+    assert C.codes_for(weight) is None
+
+
+def test_the_library_shares_torchs_openmp_runtime():
+    C.library()
+    maps = [line.split()[-1] for line in open("/proc/self/maps") if "gomp" in line]
+    assert len(set(maps)) == 1, set(maps)
+
+
+# --- the mode on a model ------------------------------------------------------------------------------------------
+
+
+def test_tiny_model_in_codes_mode_grafts_exactly_and_has_its_own_fingerprint(model_cache):
+    from galahad.flywheel.artifacts.format import decode as decode_artifact
+    from galahad.workers.engine import Engine
+    from galahad.workers.graft import deposit_span, restore
+    from galahad.workers.model_loader import load_model
+    from galahad.workers.runtime import DEFAULT_RUNTIME, runtime_facts
+
+    rt = DEFAULT_RUNTIME.with_(kernel_mode="codes", prefill_chunk=8)
+    engine = Engine(load_model("tiny", model_cache, rt), rt)
+    stock = DEFAULT_RUNTIME.with_(prefill_chunk=8)
+    assert engine.runtime_fingerprint != Engine(load_model("tiny", model_cache, stock), stock).runtime_fingerprint
+    assert runtime_facts(rt)["kernels"]["codes_gemm"] == C.build_id()
+    assert "kernels" not in runtime_facts(stock)  # other modes' fingerprints are unchanged
+    linears = [m for m in engine.model.modules() if isinstance(m, torch.nn.Linear)]
+    assert linears and all(m.forward.__func__.__module__ == "galahad.kernels.codes_mode" for m in linears)
+    g = torch.Generator().manual_seed(3)
+    for plen in (5, 21):
+        ids = torch.randint(10, 250, (plen + 6,), generator=g).tolist()
+        cache = engine.new_cache()
+        art_id, data = deposit_span(engine, cache, ids[:plen], 0, None)
+        fresh = engine.forward(cache, ids[plen:], plen)
+        grafted = engine.forward(restore(engine, [decode_artifact(data, art_id)]), ids[plen:], plen)
+        assert hashlib.sha256(fresh.numpy().tobytes()).digest() == hashlib.sha256(grafted.numpy().tobytes()).digest()
+
+
+def test_a_layer_width_the_kernel_cannot_reduce_is_refused_in_one_line():
+    from galahad.kernels.modes import get_mode
+
+    model = torch.nn.Sequential(torch.nn.Linear(50, 8))
+    with pytest.raises(GalahadError, match="multiples of 16; 0 has 50"):
+        get_mode("codes").prepare(model)
+
+
+@pytest.mark.slow
+def test_default_model_weights_all_get_codes_that_decode_to_them(model_cache):
+    """gemma3-270m (Q4_K_M): every one of its 127 matrices (126 layer linears and the tied embedding / LM head)
+    gets codes from its GGUF, checked bit for bit at attach, and reads ~1/3 of fp32's bytes."""
+    from galahad.kernels.codes_mode import CodesMode
+    from galahad.workers.model_loader import load_model
+    from galahad.workers.runtime import DEFAULT_RUNTIME
+
+    loaded = load_model("gemma3-270m", model_cache, DEFAULT_RUNTIME.with_(kernel_mode="codes"))
+    linears = [m for m in loaded.model.modules() if isinstance(m, torch.nn.Linear)]
+    assert all(C.codes_for(m.weight) is not None for m in linears)
+    assert len({id(m.weight) for m in linears}) == 127
+    report = CodesMode().prepare(loaded.model, None)  # already attached: counts what it found
+    assert report["fp32_bytes"] == 0
+    coded = sum(C.codes_for(m.weight).nbytes for m in {id(m.weight): m for m in linears}.values())
+    fp32 = sum(m.weight.numel() * 4 for m in {id(m.weight): m for m in linears}.values())
+    assert coded * 2.5 < fp32, (coded, fp32)
+    assert os.path.isfile(model_cache / "gemma3-270m-codes" / "codes.json")
