@@ -130,11 +130,19 @@ EXACTNESS_RECORDS = Path(__file__).resolve().parents[1] / "reports" / "exactness
 
 
 @pytest.mark.slow
-def test_exactness_on_the_default_model(tmp_path, model_cache, capsys):
+@pytest.mark.parametrize("mode", ["stock", "codes"])
+def test_exactness_on_the_default_model(tmp_path, model_cache, capsys, mode):
     # The proof itself, on any CPU: 10 cases of the committed 50-case list (the tenth is longer than the
-    # 512-token sliding window), the graft's logits bytes equal to a fresh prefill's.
+    # 512-token sliding window), the graft's logits bytes equal to a fresh prefill's; in the stock mode and in
+    # the codes mode (the LM head and every linear from the GGUF's lossless codes, kernels/codes_mode.py).
+    if mode == "codes":
+        from galahad.kernels.codes import cpu_supported
+
+        if not cpu_supported():
+            pytest.skip("the codes kernel mode needs AVX-512")
     os.environ["GALAHAD_MODEL_CACHE"] = str(model_cache)
-    code = main(["--data", str(tmp_path), "exactness", "--model", "gemma3-270m", "--samples", "10", "--json"])
+    code = main(["--data", str(tmp_path), "exactness", "--model", "gemma3-270m", "--samples", "10", "--json",
+                 "--mode", mode])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["sha256_equal"] == report["serving_sha256_equal"] == 10
     assert report["kl_max"] == 0.0
