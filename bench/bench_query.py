@@ -160,8 +160,10 @@ def measure(engine, prefix: list[int], q: list[int], reps: int, gen) -> dict:
 
     head_s = median_s(head, reps)
     tensors = read_tensors(engine)
-    as_words = [t.view(torch.int32) if t.dtype == torch.int8 else t for t in tensors]  # int8 codes, read as words
-    weights_s = median_s(lambda: sum(float(t.sum()) for t in as_words), reps)
+    # int8 codes read as int32 words by a max (a sum would widen every word to int64)
+    reads = [(lambda t=t: t.view(torch.int32).amax()) if t.dtype == torch.int8 else (lambda t=t: t.sum())
+             for t in (t.detach() for t in tensors)]
+    weights_s = median_s(lambda: [read() for read in reads], reps)
     linears = [m for layer in engine.model.model.layers for m in layer.modules() if isinstance(m, torch.nn.Linear)]
     macs = sum(m.in_features * m.out_features for m in linears)
 
