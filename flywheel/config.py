@@ -23,6 +23,10 @@ from galahad.workers.sampling import SamplingConfig
 
 DEFAULT_MODEL = "gemma3-270m"
 MODEL_HELP = f"tiny | {DEFAULT_MODEL} | a local model folder (default {DEFAULT_MODEL})"
+# Kernel modes a job can run (kernels/modes.py): `stock` (PyTorch/transformers as they are) and `codes` (linears
+# and the LM head through the compiled GEMM over a GGUF model's lossless weight codes, grouped attention; needs
+# AVX-512). Artifacts graft only under the mode that made them (the mode is in the runtime fingerprint).
+KERNEL_MODES = ("stock", "codes")
 DEFAULT_DATA = "~/.galahad"
 DATA_ENV = "GALAHAD_HOME"
 # The converted model snapshot is ~1 GB and data-independent: one cache shared by every data dir.
@@ -251,6 +255,7 @@ class GalahadConfig:
     """Every flywheel-side default in one frozen value (`DEFAULTS`); each concern is one field."""
 
     model: str = DEFAULT_MODEL
+    kernel_mode: str = "stock"  # KERNEL_MODES; `--kernel-mode`
     data: str = DEFAULT_DATA  # the data dir unless --data or $GALAHAD_HOME (`Paths.resolve`)
     budgets: Budgets = field(default_factory=Budgets)
     seeds: SeedConfig = field(default_factory=SeedConfig)

@@ -21,17 +21,19 @@ weight came as codes or fp32.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import subprocess
 import tempfile
 import threading
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from galahad.kernels.per_weight import PerWeight
 
 SOURCE = Path(__file__).with_name("codes_gemm.cpp")
 CXX = os.environ.get("CXX", "g++")
@@ -139,8 +141,10 @@ def cpu_supported() -> bool:
     return "avx512f" in flags and "avx512bw" in flags
 
 
+@functools.lru_cache(maxsize=1)
 def build_id() -> str:
-    """What the compiled kernel's bits depend on besides the CPU: its source, the compiler, the flags."""
+    """What the compiled kernel's bits depend on besides the CPU: its source, the compiler, the flags (read once
+    per process: the source and the compiler do not change under a running engine)."""
     try:
         version = subprocess.run([CXX, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
     except (OSError, IndexError, subprocess.SubprocessError) as exc:
@@ -194,8 +198,9 @@ def _ptr(t: torch.Tensor | None) -> int | None:
 def check_shapes(k: int, codes: Codes | None) -> None:
     if k % LANES:
         raise TypeError(f"the codes kernel needs a reduction length that is a multiple of {LANES}, got {k}")
-    if codes is not None and (codes.group % LANES or k % codes.group):
-        raise TypeError(f"codes group {codes.group} must be a multiple of {LANES} dividing {k}")
+    g = None if codes is None else codes.group
+    if g is not None and (g < LANES or g & (g - 1) or k % g):
+        raise TypeError(f"codes group {g} must be a power of two, at least {LANES}, dividing {k}")
 
 
 def gemm(x: torch.Tensor, weight: torch.Tensor, codes: Codes | None = None) -> torch.Tensor:
@@ -229,21 +234,16 @@ def kernel_decode(codes: Codes) -> torch.Tensor:
 
 # --- which weights have codes ----------------------------------------------------------------------------------
 
-# id(weight) -> (weakref to weight, its version when attached, codes)
-_ATTACHED: dict[int, tuple[weakref.ref, int, Codes]] = {}
+_ATTACHED: PerWeight[Codes] = PerWeight()  # a weight's codes, while it is unmodified
 
 
 def attach(weight: torch.Tensor, codes: Codes) -> None:
     """Serve `weight` from `codes` from now on; refused unless they decode to its exact bits."""
     if weight.dtype != torch.float32 or not same_bits(decode(codes), weight.detach()):
         raise ValueError(f"codes do not decode to this weight's bits ({tuple(weight.shape)})")
-    key = id(weight)
-    _ATTACHED[key] = (weakref.ref(weight, lambda _, key=key: _ATTACHED.pop(key, None)), weight._version, codes)
+    _ATTACHED.put(weight, codes)
 
 
 def codes_for(weight: torch.Tensor) -> Codes | None:
     """The codes attached to this very tensor, unless it was modified since (then the fp32 path)."""
-    hit = _ATTACHED.get(id(weight))
-    if hit is None or hit[0]() is not weight or hit[1] != weight._version:
-        return None
-    return hit[2]
+    return _ATTACHED.get(weight)

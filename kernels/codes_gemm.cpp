@@ -25,26 +25,49 @@ constexpr int MB = 64;          // rows per cache block (x block stays in L2 whi
 constexpr long SERIAL = 1 << 22;  // multiply-adds below which one thread beats waking the pool
 
 // 16 weights from their codes: q * scale, then + offset (two IEEE operations; never fused).
+// `group` is a power of two (checked by the caller): its index is a shift, not a division in the inner loop.
 inline __m512 decode16(const int8_t* q, const float* s, const float* o, int k, int group) {
+    const int g = k >> __builtin_ctz(group);
     __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)(q + k))));
-    __m512 w = _mm512_mul_ps(v, _mm512_set1_ps(s[k / group]));
-    return o ? _mm512_add_ps(w, _mm512_set1_ps(o[k / group])) : w;
+    __m512 w = _mm512_mul_ps(v, _mm512_set1_ps(s[g]));
+    return o ? _mm512_add_ps(w, _mm512_set1_ps(o[g])) : w;
 }
 
 inline void decode(const int8_t* q, const float* s, const float* o, int k_len, int group, float* dst) {
     for (int k = 0; k < k_len; k += 16) _mm512_storeu_ps(dst + k, decode16(q, s, o, k, group));
 }
 
-// Few rows (m <= MT): the codes are decoded in registers, once, straight into the multiply-adds.
-template <int R, int C>
-inline void block_codes(const float* x, long ldx, const int8_t* const* q, const float* const* s,
-                        const float* const* o, int k_len, int group, float* out, long ldo) {
+// Where a tile's weights come from: fp32 rows (loaded), or codes (decoded in registers, straight into the
+// multiply-adds). Either gives the same 16 values for (column j, k), so the reduction below is one code path.
+struct Fp32Weights {
+    const float* const* w;  // [C] column pointers
+    inline __m512 at(int j, int k) const { return _mm512_loadu_ps(w[j] + k); }
+};
+
+struct CodeWeights {
+    const int8_t* const* q;
+    const float* const* s;
+    const float* const* o;
+    int group;
+    long ahead;  // bytes from a column's codes to the next tile's same column: prefetched one and two tiles ahead
+    inline __m512 at(int j, int k) const {  // (a one-row call streams the codes: without it, half the read rate)
+        if ((k & 63) == 0) {
+            _mm_prefetch((const char*)(q[j] + ahead + k), _MM_HINT_T0);
+            _mm_prefetch((const char*)(q[j] + 2 * ahead + k), _MM_HINT_T1);
+        }
+        return decode16(q[j], s[j], o[j], k, group);
+    }
+};
+
+// R rows x C columns: 16 lane sums over k = lane (mod 16) in increasing k, then one fixed horizontal sum.
+template <int R, int C, class W>
+inline void block(const float* x, long ldx, const W& w, int k_len, float* out, long ldo) {
     __m512 acc[R][C];
     for (int i = 0; i < R; ++i)
         for (int j = 0; j < C; ++j) acc[i][j] = _mm512_setzero_ps();
     for (int k = 0; k < k_len; k += 16) {
         __m512 wv[C];
-        for (int j = 0; j < C; ++j) wv[j] = decode16(q[j], s[j], o[j], k, group);
+        for (int j = 0; j < C; ++j) wv[j] = w.at(j, k);
         for (int i = 0; i < R; ++i) {
             __m512 xv = _mm512_loadu_ps(x + i * ldx + k);
             for (int j = 0; j < C; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
@@ -54,56 +77,31 @@ inline void block_codes(const float* x, long ldx, const int8_t* const* q, const 
         for (int j = 0; j < C; ++j) out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]);
 }
 
-template <int C>
-inline void few_rows(const float* x, long ldx, int m, const int8_t* const* q, const float* const* s,
-                     const float* const* o, int k_len, int group, float* out, long ldo) {
-    switch (m) {
-        case 6: block_codes<6, C>(x, ldx, q, s, o, k_len, group, out, ldo); break;
-        case 5: block_codes<5, C>(x, ldx, q, s, o, k_len, group, out, ldo); break;
-        case 4: block_codes<4, C>(x, ldx, q, s, o, k_len, group, out, ldo); break;
-        case 3: block_codes<3, C>(x, ldx, q, s, o, k_len, group, out, ldo); break;
-        case 2: block_codes<2, C>(x, ldx, q, s, o, k_len, group, out, ldo); break;
-        default: block_codes<1, C>(x, ldx, q, s, o, k_len, group, out, ldo); break;
-    }
-}
-
-template <int R, int C>
-inline void block(const float* x, long ldx, const float* const* w, int k_len, float* out, long ldo) {
-    __m512 acc[R][C];
-    for (int i = 0; i < R; ++i)
-        for (int j = 0; j < C; ++j) acc[i][j] = _mm512_setzero_ps();
-    for (int k = 0; k < k_len; k += 16) {
-        __m512 wv[C];
-        for (int j = 0; j < C; ++j) wv[j] = _mm512_loadu_ps(w[j] + k);
-        for (int i = 0; i < R; ++i) {
-            __m512 xv = _mm512_loadu_ps(x + i * ldx + k);
-            for (int j = 0; j < C; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
-        }
-    }
-    for (int i = 0; i < R; ++i)
-        for (int j = 0; j < C; ++j) out[i * ldo + j] = _mm512_reduce_add_ps(acc[i][j]);
-}
-
-template <int C>
-inline void rows(const float* x, long ldx, int m, const float* const* w, int k_len, float* out, long ldo) {
+// Every row, in register blocks of MT and one block of the rest.
+template <int C, class W>
+inline void rows(const float* x, long ldx, int m, const W& w, int k_len, float* out, long ldo) {
     int i = 0;
     for (; i + MT <= m; i += MT) block<MT, C>(x + i * ldx, ldx, w, k_len, out + i * ldo, ldo);
+    const float* xr = x + i * ldx;
+    float* o = out + i * ldo;
     switch (m - i) {
-        case 5: block<5, C>(x + i * ldx, ldx, w, k_len, out + i * ldo, ldo); break;
-        case 4: block<4, C>(x + i * ldx, ldx, w, k_len, out + i * ldo, ldo); break;
-        case 3: block<3, C>(x + i * ldx, ldx, w, k_len, out + i * ldo, ldo); break;
-        case 2: block<2, C>(x + i * ldx, ldx, w, k_len, out + i * ldo, ldo); break;
-        case 1: block<1, C>(x + i * ldx, ldx, w, k_len, out + i * ldo, ldo); break;
+        case 5: block<5, C>(xr, ldx, w, k_len, o, ldo); break;
+        case 4: block<4, C>(xr, ldx, w, k_len, o, ldo); break;
+        case 3: block<3, C>(xr, ldx, w, k_len, o, ldo); break;
+        case 2: block<2, C>(xr, ldx, w, k_len, o, ldo); break;
+        case 1: block<1, C>(xr, ldx, w, k_len, o, ldo); break;
         default: break;
     }
 }
 
-inline void tile(const float* x, int m, int k_len, const float* const* w, int c, float* out, long n) {
+// One tile of c <= NT columns (c known at run time, C at compile time).
+template <class W>
+inline void tile(const float* x, long ldx, int m, const W& w, int c, int k_len, float* out, long ldo) {
     switch (c) {
-        case 4: rows<4>(x, k_len, m, w, k_len, out, n); break;
-        case 3: rows<3>(x, k_len, m, w, k_len, out, n); break;
-        case 2: rows<2>(x, k_len, m, w, k_len, out, n); break;
-        default: rows<1>(x, k_len, m, w, k_len, out, n); break;
+        case 4: rows<4>(x, ldx, m, w, k_len, out, ldo); break;
+        case 3: rows<3>(x, ldx, m, w, k_len, out, ldo); break;
+        case 2: rows<2>(x, ldx, m, w, k_len, out, ldo); break;
+        default: rows<1>(x, ldx, m, w, k_len, out, ldo); break;
     }
 }
 
@@ -112,7 +110,7 @@ inline void tile(const float* x, int m, int k_len, const float* const* w, int c,
 extern "C" {
 
 // x [m, k] fp32 row-major; out [m, n]. Weights: `wf` [n, k] fp32, or (wf == NULL) codes `q` [n, k] int8
-// with `s` [n, k / group] scales and `o` (NULL: none) offsets. k % 16 == 0, group in {16, 32, ...} dividing k
+// with `s` [n, k / group] scales and `o` (NULL: none) offsets. k % 16 == 0, group a power of two >= 16 dividing k
 // (checked by the caller). At most `max_threads` threads (one below SERIAL work: bits never depend on it).
 int codes_gemm(const float* x, long m, long n, long k, const float* wf, const int8_t* q, const float* s,
                const float* o, long group, long max_threads, float* out) {
@@ -129,37 +127,28 @@ int codes_gemm(const float* x, long m, long n, long k, const float* wf, const in
             for (long tt = lo; tt < hi; ++tt) {
                 const long c0 = tt * NT;
                 const int c = (int)(n - c0 < NT ? n - c0 : NT);
-                if (!wf && rm <= MT) {  // decode in registers
-                    const int8_t* qj[NT];
-                    const float *sj[NT], *oj[NT];
-                    for (int j = 0; j < c; ++j) {
-                        const long col = c0 + j;
-                        qj[j] = q + col * k;
-                        sj[j] = s + col * groups;
-                        oj[j] = o ? o + col * groups : nullptr;
-                    }
-                    float* dst = out + r0 * n + c0;
-                    const float* xr = x + r0 * k;
-                    switch (c) {
-                        case 4: few_rows<4>(xr, k, rm, qj, sj, oj, (int)k, (int)group, dst, n); break;
-                        case 3: few_rows<3>(xr, k, rm, qj, sj, oj, (int)k, (int)group, dst, n); break;
-                        case 2: few_rows<2>(xr, k, rm, qj, sj, oj, (int)k, (int)group, dst, n); break;
-                        default: few_rows<1>(xr, k, rm, qj, sj, oj, (int)k, (int)group, dst, n); break;
-                    }
-                    continue;
-                }
-                const float* w[NT];
+                const float* xr = x + r0 * k;
+                float* dst = out + r0 * n + c0;
+                const int8_t* qj[NT];
+                const float *sj[NT], *oj[NT], *wj[NT];
                 for (int j = 0; j < c; ++j) {
                     const long col = c0 + j;
                     if (wf) {
-                        w[j] = wf + col * k;
-                    } else {
-                        decode(q + col * k, s + col * groups, o ? o + col * groups : nullptr, (int)k, (int)group,
-                               buf + j * k);
-                        w[j] = buf + j * k;
+                        wj[j] = wf + col * k;
+                        continue;
+                    }
+                    qj[j] = q + col * k;
+                    sj[j] = s + col * groups;
+                    oj[j] = o ? o + col * groups : nullptr;
+                    if (rm > MT) {  // decoded once into the buffer, then read by every row block
+                        decode(qj[j], sj[j], oj[j], (int)k, (int)group, buf + j * k);
+                        wj[j] = buf + j * k;
                     }
                 }
-                tile(x + r0 * k, rm, (int)k, w, c, out + r0 * n + c0, n);
+                if (!wf && rm <= MT)  // one row block: decoded in registers
+                    tile(xr, k, rm, CodeWeights{qj, sj, oj, (int)group, NT * k}, c, (int)k, dst, n);
+                else
+                    tile(xr, k, rm, Fp32Weights{wj}, c, (int)k, dst, n);
             }
         }
         free(buf);

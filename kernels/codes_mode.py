@@ -2,10 +2,15 @@
 which reads a quantized checkpoint's weights as their lossless integer codes where it has them (~1.1-1.5
 bytes a weight against fp32's 4) and as fp32 elsewhere, with the same bits either way.
 
-Why: a short query after a long graft is held by reading the weights, not by arithmetic (bench/bench_query.py:
-17 rows read all 400 MB of gemma3-270m's layers and the 671 MB LM head, a 256-row prefill chunk reads them
-once for 15x the rows). Reading a third of the bytes is the one saving that helps the query more than the
-prefill. Everything else in the forward (eager attention, norms, activations) is stock.
+Why: a short query after a long graft is held by reading the weights and by copying the cache, not by
+arithmetic (bench/bench_query.py: 17 rows read all 400 MB of gemma3-270m's layers and the 671 MB LM head, a
+256-row prefill chunk reads them once for 15x the rows; eager attention copies a long cache four times over,
+once per query head sharing a KV head, in every layer). Reading a third of the weights' bytes, and attending
+over the cache in place, are the savings that help the query more than the prefill.
+
+Attention is the grouped kernel (kernels/grouped.py: the query heads of one KV head stacked as rows, so each
+matmul reads the cache once; eager's mask, scaling, soft-capping and fp32 softmax), whatever the runtime
+requests, and its name is in this mode's facts. Norms and activations are stock.
 
 What it promises (tests/test_codes.py): a linear's row never depends on how many rows share the call or on
 the thread count (the codes GEMM is one fixed reduction per element), and whether a weight came as codes never
@@ -58,10 +63,17 @@ class CodesMode(KernelMode):
     name = "codes"
 
     def __init__(self) -> None:
+        from galahad.kernels import grouped
+
         self.build = _build()
+        self._attn = grouped.register()
 
     def facts(self) -> dict:
-        return {"codes_gemm": self.build}
+        return {"codes_gemm": self.build, "attention": self._attn}
+
+    def attn_implementation(self, requested: str) -> str:
+        """Whatever was requested: the grouped kernel (eager's repeat_kv copies are what a long cache costs)."""
+        return self._attn
 
     def prepare(self, model, weight_codes: Callable[[], dict[str, codes.Codes]] | None = None) -> dict:
         """Give every `nn.Linear` this mode's forward and attach the codes that decode to its weight. Refuses

@@ -30,10 +30,11 @@ threads under load, 0.1 ms on one).
 from __future__ import annotations
 
 import contextlib
-import weakref
 from collections.abc import Iterator
 
 import torch
+
+from galahad.kernels.per_weight import PerWeight
 
 _MIN_ROWS = 2  # oneDNN's GEMV path (M == 1 or N == 1) is the only one whose bits differ
 SERIAL_WORK = 1 << 23  # multiply-adds below which one thread beats waking the pool (decode-sized work)
@@ -42,8 +43,7 @@ PACK_MAX_BYTES = 64 << 20  # pack every per-layer weight; leave embedding-sized 
 # The op overload itself, resolved once (calling the overload packet re-resolves it on every call).
 _ONEDNN_LINEAR = getattr(getattr(torch.ops.mkldnn, "_linear_pointwise", None), "default", None)
 
-# id(weight) -> (weakref to weight, its version when packed, packed weight)
-_PACKED: dict[int, tuple[weakref.ref, int, torch.Tensor]] = {}
+_PACKED: PerWeight[torch.Tensor] = PerWeight()  # a weight's oneDNN-packed copy, while it is unmodified
 
 
 @contextlib.contextmanager
@@ -67,13 +67,12 @@ def available() -> bool:
 
 def packed(weight: torch.Tensor) -> torch.Tensor:
     """The cached oneDNN-layout copy of a (contiguous, N >= 2) weight; repacked if it was modified."""
-    key = id(weight)
-    hit = _PACKED.get(key)
-    if hit is not None and hit[0]() is weight and hit[1] == weight._version:
-        return hit[2]
+    pw = _PACKED.get(weight)
+    if pw is not None:
+        return pw
     with torch.inference_mode(False), torch.no_grad():
         pw = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), _MIN_ROWS)
-    _PACKED[key] = (weakref.ref(weight, lambda _, key=key: _PACKED.pop(key, None)), weight._version, pw)
+    _PACKED.put(weight, pw)
     return pw
 
 

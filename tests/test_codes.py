@@ -102,6 +102,9 @@ def test_shapes_the_kernel_cannot_reduce_are_refused(coded):
     c, w, _ = coded
     with pytest.raises(TypeError, match="group"):
         gemm(torch.randn(2, 640), w, Codes(c.q, c.scale, None, 24))
+    q48 = torch.ones((3, 960), dtype=torch.int8)  # 48 divides 960 and is a multiple of 16, not a power of two
+    with pytest.raises(TypeError, match="power of two"):
+        gemm(torch.randn(2, 960), torch.ones(3, 960), Codes(q48, torch.ones(3, 20), None, 48))
 
 
 def test_attach_refuses_codes_that_are_not_the_weight_and_drops_them_when_it_changes(coded):
@@ -137,7 +140,8 @@ def test_tiny_model_in_codes_mode_grafts_exactly_and_has_its_own_fingerprint(mod
     engine = Engine(load_model("tiny", model_cache, rt), rt)
     stock = DEFAULT_RUNTIME.with_(prefill_chunk=8)
     assert engine.runtime_fingerprint != Engine(load_model("tiny", model_cache, stock), stock).runtime_fingerprint
-    assert runtime_facts(rt)["kernels"]["codes_gemm"] == C.build_id()
+    assert runtime_facts(rt)["kernels"] == {"codes_gemm": C.build_id(), "attention": "galahad_grouped"}
+    assert engine.model.config._attn_implementation == "galahad_grouped"  # attends over the cache in place
     assert "kernels" not in runtime_facts(stock)  # other modes' fingerprints are unchanged
     linears = [m for m in engine.model.modules() if isinstance(m, torch.nn.Linear)]
     assert linears and all(m.forward.__func__.__module__ == "galahad.kernels.codes_mode" for m in linears)

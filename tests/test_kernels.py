@@ -390,3 +390,21 @@ def test_grouped_attention_is_close_to_eager_sanity_check_not_an_exactness_claim
     assert len(grouped) == len(eager) == len(GROUPED_PROMPTS) + 5
     for g, e in zip(grouped, eager, strict=True):
         torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
+
+
+def test_per_weight_serves_only_the_same_unmodified_tensor_and_forgets_freed_ones():
+    import gc
+
+    from galahad.kernels.per_weight import PerWeight
+
+    cache: PerWeight[str] = PerWeight()
+    w, twin = torch.ones(4), torch.ones(4)
+    cache.put(w, "packed")
+    assert cache.get(w) == "packed" and cache.get(twin) is None  # equal values, another tensor
+    w.add_(0)  # an in-place change bumps the version: stale
+    assert cache.get(w) is None
+    cache.put(w, "repacked")
+    assert cache.get(w) == "repacked" and len(cache) == 1
+    del w
+    gc.collect()
+    assert len(cache) == 0  # the entry goes with its tensor

@@ -33,6 +33,7 @@ class WorkerSpec:
     generators: int
     chain_max_tokens: int | None
     device: str = "auto"
+    kernel_mode: str = "stock"  # the generators' and the depositor's (config.KERNEL_MODES)
 
 
 class LearningJob:
@@ -55,7 +56,7 @@ class LearningJob:
         if lock is not None:
             catalog.queue.release_all()  # claims left by a killed local job: we hold the lock, so they are stale
         self.generators, self.depositor, self.fingerprint = start_workers(
-            workers.model, workers.model_cache, DEFAULT_RUNTIME, workers.device, workers.generators,
+            workers.model, workers.model_cache, DEFAULT_RUNTIME.with_(kernel_mode=workers.kernel_mode), workers.device, workers.generators,
             str(store.root), workers.chain_max_tokens, store.ram.capacity)
         # The facts behind the depositor's runtime fingerprint, as it read them (its device, its model's
         # architecture facts), so that on another machine a foreign artifact's difference can be named.

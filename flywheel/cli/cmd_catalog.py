@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     verify.add_argument("--verify", action="store_true",
                         help="also re-derive every artifact from its token ids and parent on the local engine "
                              "(--model) and refuse any whose bytes differ: proves the KV authentic, not just intact")
-    verify.add_argument("--model", default=DEFAULT_MODEL, help=f"engine for --verify (default {DEFAULT_MODEL})")
+    add_model_flag(verify, "engine for --verify and --recompile: ")
     cs.add_parser("fsck", parents=[common, verify],
                   help="re-hash every blob; report dangling rows, orphans, corruption")
     gcc = GcConfig()
@@ -182,7 +182,7 @@ def _rederiver(args: argparse.Namespace):
     from galahad.flywheel.cli.session import engine_for
     from galahad.flywheel.learn.rebuild_check import RebuildCheck
 
-    return RebuildCheck(engine_for(args.model, args.paths))
+    return RebuildCheck(engine_for(args.model, args.paths, args.kernel_mode))
 
 
 def _recompile(args: argparse.Namespace, cat, store, as_json: bool) -> dict[str, Any]:
@@ -191,7 +191,7 @@ def _recompile(args: argparse.Namespace, cat, store, as_json: bool) -> dict[str,
     from galahad.flywheel.cli.session import engine_for
     from galahad.flywheel.learn.recompile import recompile
 
-    engine = engine_for(getattr(args, "model", DEFAULT_MODEL), args.paths)
+    engine = engine_for(getattr(args, "model", DEFAULT_MODEL), args.paths, getattr(args, "kernel_mode", "stock"))
     state: dict[str, Any] = {}
 
     def total(n: int) -> None:

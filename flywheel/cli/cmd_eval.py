@@ -81,7 +81,7 @@ def run_recurrence(args: argparse.Namespace) -> int:
     paths, catalog, store = storage(args)
     cfg = eval_recurrence.RecurrenceConfig(k=args.k, max_tokens=args.max_tokens, seed=args.seed, limit=args.limit)
     with catalog, Verifier() as verifier:
-        engine = engine_for(args.model, paths)
+        engine = engine_for(args.model, paths, args.kernel_mode)
         problems = eval_recurrence.candidates(catalog, cfg.limit,
                                               (engine.model_fingerprint, engine.runtime_fingerprint))
         note = foreign_note(catalog, engine)
@@ -145,7 +145,8 @@ def run_replay(args: argparse.Namespace) -> int:
         raise GalahadError(f"manifest kind {manifest['kind']!r} has no replayable outputs")
     paths = args.paths.ensure()
     store = LocalStore(Path(args.store).expanduser() if args.store else paths.store)
-    engine = engine_for(manifest["model"], paths)
+    mode = manifest.get("runtime", {}).get("config", {}).get("kernel_mode", "stock")  # the mode it ran under
+    engine = engine_for(manifest["model"], paths, mode)
     result = replay(manifest, engine, store)
     _report(args, result, f"replay {manifest['kind']}: {result['checked']} records re-run")
     return 0 if result["ok"] else 1

@@ -58,7 +58,7 @@ def run_transfer(args: argparse.Namespace) -> int:
     with catalog, Verifier() as verifier:
         if not any(lib.get("artifacts") for lib in catalog.libraries.all()):
             raise GalahadError("the catalog has no library yet: run `galahad run` first")
-        engine = engine_for(args.model, paths)
+        engine = engine_for(args.model, paths, args.kernel_mode)
         specs = eval_transfer.plan(catalog, cfg, (engine.model_fingerprint, engine.runtime_fingerprint))
         with progress_bar(len(specs), "transfer") as tick:
             records = eval_transfer.run(engine, catalog, store, verifier, cfg, progress=tick, planned=specs)
@@ -117,7 +117,7 @@ def run_transfer_file(args: argparse.Namespace) -> int:
         catalog.problems.ensure_keys()
         if not catalog.recalls.all():
             raise GalahadError("the catalog has no verified problem with a recall artifact: run `galahad run` first")
-        engine = engine_for(args.model, paths)
+        engine = engine_for(args.model, paths, args.kernel_mode)
         solver = Solver(engine, catalog, store, verifier)
         with progress_bar(len(items), "transfer") as tick:
             records = transfer_file.run(engine, catalog, store, verifier, items, cfg, solver, progress=tick)

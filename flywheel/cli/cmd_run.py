@@ -107,7 +107,8 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
                         problems_per_call=args.problems_per_call, store_budget=args.store_budget)
     cluster.start(args.model, paths, args.address)
     try:
-        workers = WorkerSpec(args.model, str(paths.models), args.generators, args.chain_max_tokens, args.device)
+        workers = WorkerSpec(args.model, str(paths.models), args.generators, args.chain_max_tokens, args.device,
+                             args.kernel_mode)
         job = LearningJob(catalog, store, workers, config, {"address": args.address}, lock)
         nodes = job.nodes()
         pending = catalog.stats()["by_status"]

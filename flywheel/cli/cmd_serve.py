@@ -102,11 +102,12 @@ def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
             supervisor = LearnerSupervisor.options(max_restarts=-1).remote(
                 (args.model, str(paths.models), catalog.url, str(store.root), LoopConfig(sampling=sampling, store_budget=args.store_budget),
                  args.generators, args.chain_max_tokens, args.device, config.learner_poll_seconds,
-                 str(paths.root) if embedded else None), {"ram_tier_bytes": args.ram_tier})
+                 str(paths.root) if embedded else None), {"ram_tier_bytes": args.ram_tier, "kernel_mode": args.kernel_mode})
         api = GalahadApi.options(
             num_replicas=args.replicas, max_ongoing_requests=config.max_ongoing_requests,
             ray_actor_options={"num_cpus": 0, "runtime_env": pinned_env(DEFAULT_RUNTIME)},
-        ).bind(args.model, str(paths.root), catalog.url, str(store.root), token, config, supervisor, args.ram_tier)
+        ).bind(args.model, str(paths.root), catalog.url, str(store.root), token, config, supervisor, args.ram_tier,
+                 args.kernel_mode)
         try:
             serve.run(api, name=APP_NAME, route_prefix="/")
         except Exception as exc:

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         return remote(args)
     paths, catalog, store = storage(args)
     with catalog:
-        solver = Solver(engine_for(args.model, paths), catalog, store)
+        solver = Solver(engine_for(args.model, paths, args.kernel_mode), catalog, store)
         policy = RetrievalPolicy(max_solutions=args.max_solutions)
         ans = solver.solve(args.problem, args.template, args.topic, policy)
     if ans.memory_note:  # memory knows it, compiled elsewhere: say so instead of answering silently from the base

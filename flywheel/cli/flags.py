@@ -12,7 +12,14 @@ from __future__ import annotations
 import argparse
 
 from galahad.flywheel.cli.argtypes import SEED, count, finite
-from galahad.flywheel.config import DATA_ENV, DEFAULT_DATA, DEFAULTS, MODEL_CACHE_ENV, MODEL_HELP
+from galahad.flywheel.config import (
+    DATA_ENV,
+    DEFAULT_DATA,
+    DEFAULTS,
+    KERNEL_MODES,
+    MODEL_CACHE_ENV,
+    MODEL_HELP,
+)
 
 DEVICES = ("auto", "cpu", "cuda")
 DATA_HELP = (f"data dir: catalog, artifact store and reports (env {DATA_ENV}, default {DEFAULT_DATA}); the model "
@@ -51,8 +58,12 @@ def add_data_flag_everywhere(parser: argparse.ArgumentParser) -> None:
 
 
 def add_model_flag(p: argparse.ArgumentParser, what: str = "") -> None:
-    """`--model`: tiny | gemma3-270m | a local model folder."""
+    """`--model`: tiny | gemma3-270m | a local model folder; and `--kernel-mode`, the kernels it runs under."""
     p.add_argument("--model", default=DEFAULTS.model, help=f"{what}{MODEL_HELP}")
+    p.add_argument("--kernel-mode", choices=KERNEL_MODES, default=DEFAULTS.kernel_mode,
+                   help="kernels the engine runs: stock, or codes (the linears over a GGUF model's lossless "
+                        "int8 weight codes, grouped attention; AVX-512); artifacts graft only under the mode "
+                        f"that made them (default {DEFAULTS.kernel_mode})")
 
 
 def add_prompt_budget_flag(p: argparse.ArgumentParser) -> None:

@@ -165,7 +165,7 @@ class GalahadApi(OpenAIRoutes):
     `ram_tier_bytes`, `serve --ram-tier`)."""
 
     def __init__(self, model: str, data: str, catalog_url: str, store: str, token: str | None,
-                 config: ServiceConfig, learner=None, ram_tier_bytes: int | None = None):
+                 config: ServiceConfig, learner=None, ram_tier_bytes: int | None = None, kernel_mode: str = "stock"):
         from galahad.flywheel.app.storage import engine_for
         from galahad.flywheel.artifacts.store import LocalStore
         from galahad.flywheel.catalog import Catalog
@@ -178,7 +178,7 @@ class GalahadApi(OpenAIRoutes):
         self.learner = learner  # the learner's supervisor (`learner.LearnerSupervisor`), None with --no-learn
         self.solves = 0  # admitted solves; touched only on the event loop
         catalog = Catalog(catalog_url)
-        self.answering = Answering(engine_for(model, Paths.resolve(data)), catalog, LocalStore(store, ram_tier_bytes), config,
+        self.answering = Answering(engine_for(model, Paths.resolve(data), kernel_mode), catalog, LocalStore(store, ram_tier_bytes), config,
                                    caller=caller_identity(token))
         self.metrics = Metrics(catalog.stats, self.learner_state, self.answering.store.ram.stats)
         register_replica(self)

@@ -36,7 +36,8 @@ from galahad.flywheel.config import LoopConfig
 
 def start_learner(model: str, model_cache: str, catalog_url: str, store_path: str, config: LoopConfig,
                   generators: int, chain_max_tokens: int | None, device: str, lock_root: str | None = None,
-                  lock_wait_seconds: float = 60.0, ram_tier_bytes: int | None = None) -> LearningJob:
+                  lock_wait_seconds: float = 60.0, ram_tier_bytes: int | None = None,
+                  kernel_mode: str = "stock") -> LearningJob:
     """The service's learning job. Embedded catalog (`lock_root`, the data dir): the run lock is held here,
     where the queue is written (not in the driver: the learner can outlive a killed driver), for the job's
     life; a predecessor still holding it is waited for, then the job fails closed."""
@@ -44,7 +45,7 @@ def start_learner(model: str, model_cache: str, catalog_url: str, store_path: st
 
     lock = run_lock(Path(lock_root), lock_wait_seconds, LEARNING) if lock_root else None
     catalog = open_catalog(catalog_url)
-    workers = WorkerSpec(model, model_cache, generators, chain_max_tokens, device)
+    workers = WorkerSpec(model, model_cache, generators, chain_max_tokens, device, kernel_mode)
     return LearningJob(catalog, LocalStore(store_path, ram_tier_bytes), workers, config, {"service": True}, lock)
 
 
@@ -54,10 +55,11 @@ class LearnerActor:
 
     def __init__(self, model: str, model_cache: str, catalog_url: str, store_path: str, config: LoopConfig,
                  generators: int, chain_max_tokens: int | None, device: str, poll_seconds: float,
-                 lock_root: str | None = None, lock_wait_seconds: float = 60.0, ram_tier_bytes: int | None = None):
+                 lock_root: str | None = None, lock_wait_seconds: float = 60.0, ram_tier_bytes: int | None = None,
+                 kernel_mode: str = "stock"):
         self.poll_seconds = poll_seconds
         self.job = start_learner(model, model_cache, catalog_url, store_path, config, generators, chain_max_tokens,
-                                 device, lock_root, lock_wait_seconds, ram_tier_bytes)
+                                 device, lock_root, lock_wait_seconds, ram_tier_bytes, kernel_mode)
 
     def run(self) -> dict:
         tally = self.job.run_until_stopped(self.poll_seconds)
