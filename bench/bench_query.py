@@ -2,7 +2,7 @@
 apart, beside the prefill's per-token rate, in one run.
 
 Usage: nice -n 10 .venv/bin/python bench/bench_query.py [--model gemma3-270m] [--prefix 4096] [--reps 7]
-       [--modes stock,codes] [--json]
+       [--modes stock,codes] [--query TEXT] [--json]
 
 Measured side by side, for each kernel mode in `--modes` (one engine each, same prefix and query; medians over
 `--reps`, the pinned runtime, `last_only` as serving runs it):
@@ -58,6 +58,8 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--modes", default="stock,codes",
                     help="kernel modes measured side by side, comma-separated (default stock,codes)")
+    ap.add_argument("--query", default=QUERY, help="the query text, tokenized without BOS (default: bench_graft.py's "
+                                                   "17-token question)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     pin_process_env(DEFAULT_RUNTIME)
@@ -82,7 +84,9 @@ def main() -> int:
     gen = torch.Generator().manual_seed(0)
     bos = first.tokenizer.bos_token_id
     prefix = [bos] + torch.randint(10, first.model.config.vocab_size, (n - 1,), generator=gen).tolist()
-    q = first.encode(QUERY, bos=False)
+    q = first.encode(args.query, bos=False)
+    if not q:
+        sys.exit("bench_query: error: --query is empty")
     load_before = os.getloadavg()
     rows = {mode: measure(engines[mode], prefix, q, args.reps, gen) for mode in modes}
     fastest = min(r["prefill_per_token_s"] for r in rows.values())
@@ -90,7 +94,7 @@ def main() -> int:
         r["target_vs_fastest_prefill_s"] = 2 * len(q) * fastest
         r["query_rate_ratio_vs_fastest_prefill"] = r["query_s"] / (len(q) * fastest)
     report = {
-        "model": args.model, "prefix_tokens": n, "query_tokens": len(q), "threads": DEFAULT_RUNTIME.threads,
+        "model": args.model, "prefix_tokens": n, "query": args.query, "query_tokens": len(q), "threads": DEFAULT_RUNTIME.threads,
         "modes": rows, **rows[modes[0]],
         "load_before": load_before, "load_after": os.getloadavg(), "cpus": os.cpu_count(),
         "command": "python bench/bench_query.py " + " ".join(sys.argv[1:]),

@@ -1,5 +1,6 @@
 """The thin Ray wrappers: resource requests, fingerprints through the actor, and restart-and-retry."""
 
+import json
 import os
 import signal
 import threading
@@ -11,9 +12,9 @@ from deadlines import wait_for
 from local_ray import local_ray as start_local_ray
 
 from galahad.flywheel.catalog import problem_hash
-from galahad.workers.actors import placement, start_generator
+from galahad.workers.actors import pinned_env, placement, start_generator
 from galahad.workers.generator import Generator
-from galahad.workers.runtime import DEFAULT_RUNTIME
+from galahad.workers.runtime import DEFAULT_RUNTIME, runtime_facts
 from galahad.workers.sampling import SamplingConfig
 
 RT = DEFAULT_RUNTIME.with_(threads=1)
@@ -42,6 +43,10 @@ def test_generator_actor_matches_the_plain_class(local_ray, model_cache):
     local = Generator("tiny", model_cache, RT).attempt(problem, cfg)
     assert [r.output_text for r in remote] == [r.output_text for r in local]
     assert ray.get(actor.model_fp.remote()) == Generator("tiny", model_cache, RT).model_fingerprint
+    # The memory env reaches the actor's process (glibc reads it at start), and is not in the fingerprint.
+    assert ray.get(actor.__ray_call__.remote(lambda self: os.environ.get("MALLOC_ARENA_MAX"))) == "2"
+    assert "MALLOC_ARENA_MAX" not in json.dumps(runtime_facts(RT))
+    assert pinned_env(RT)["env_vars"]["MALLOC_ARENA_MAX"] == "2"  # also for actors on a joined cluster
     ray.kill(actor)
 
 

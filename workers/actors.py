@@ -7,6 +7,7 @@ tasks are retried, so a lost worker costs time, never a verified solution.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import ray
@@ -14,7 +15,7 @@ import ray
 from galahad.flywheel.errors import GalahadError
 from galahad.workers.depositor import Depositor
 from galahad.workers.generator import Generator
-from galahad.workers.runtime import PINNED_ENV, GeneratorRuntime, RuntimeConfig
+from galahad.workers.runtime import MEMORY_ENV, PINNED_ENV, GeneratorRuntime, RuntimeConfig
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ def pinned_env(runtime: RuntimeConfig) -> dict:
     which happens when Ray unpickles the actor class, so it travels as the actor's runtime_env."""
     env = dict(PINNED_ENV)
     env.update(OMP_NUM_THREADS=str(runtime.threads), MKL_NUM_THREADS=str(runtime.threads))
+    env.update({k: os.environ.get(k, v) for k, v in MEMORY_ENV.items()})  # memory, not bits (runtime.py)
     return {"env_vars": env}
 
 

@@ -26,6 +26,14 @@ PINNED_ENV = {
     "OMP_DYNAMIC": "FALSE",
 }
 
+# Process settings that change memory, never bits, so they are not in the runtime fingerprint. glibc gives a
+# multi-threaded process up to 8 malloc arenas per core; a long-running one (the serving replica: an event loop,
+# a thread pool, torch's threads) then keeps fragments of many arenas and its RSS creeps up by tens of MB an hour
+# (bench/soak.py: +63 MB/h with the default, flat with 2). Set before a process starts (glibc reads it then):
+# `pin_process_env` sets it for the processes this one starts (a local Ray cluster and its workers), actors
+# also get it in their runtime_env (`workers/actors.py`). A value the user set is kept.
+MEMORY_ENV = {"MALLOC_ARENA_MAX": "2"}
+
 
 @dataclass(frozen=True)
 class RuntimeConfig:
@@ -60,9 +68,10 @@ class GeneratorRuntime:
 
 
 def pin_process_env(config: RuntimeConfig = DEFAULT_RUNTIME) -> None:
-    """Set the env that BLAS/OpenMP read at load time. Values already set by the user are respected
-    (and recorded in the fingerprint), so an explicit choice is never silently overridden."""
-    for key, value in PINNED_ENV.items():
+    """Set the env that BLAS/OpenMP read at load time (and `MEMORY_ENV`, for the processes started after).
+    Values already set by the user are respected (and recorded in the fingerprint, `MEMORY_ENV` excepted), so
+    an explicit choice is never silently overridden."""
+    for key, value in {**PINNED_ENV, **MEMORY_ENV}.items():
         os.environ.setdefault(key, value)
     os.environ.setdefault("OMP_NUM_THREADS", str(config.threads))
     os.environ.setdefault("MKL_NUM_THREADS", str(config.threads))

@@ -18,6 +18,10 @@ from galahad.flywheel.config import Paths
 from galahad.flywheel.errors import GalahadError
 
 CONNECT_TIMEOUT_S = 3.0
+# A local cluster's own settings, for memory: Ray's GCS keeps the events of up to 100,000 task attempts
+# (~500 B each) for its dashboard and state API, which Galahad does not start; a long-running `serve` makes
+# tasks all day (bench/soak.py: gcs_server +13 MB/h), so its store is capped lower. A value the user set is kept.
+LOCAL_CLUSTER_ENV = {"RAY_task_events_max_num_task_in_gcs": "10000"}
 
 
 def prepare(model: str, address: str | None) -> None:
@@ -84,6 +88,8 @@ def start_ray(address: str | None, log: Path) -> None:
                     os.environ.setdefault(key, value)
                 ray.init(address=address, log_to_driver=False, logging_level="ERROR")
             else:
+                for key, value in LOCAL_CLUSTER_ENV.items():  # read by the cluster's processes at start
+                    os.environ.setdefault(key, value)
                 ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
                          logging_level="ERROR")
     except Exception as exc:  # ray raises ConnectionError, RuntimeError or its own types
