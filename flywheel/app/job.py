@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from galahad.flywheel.config import LoopConfig
+from galahad.flywheel.config import DEFAULTS, LoopConfig
 from galahad.flywheel.learn.loop import Flywheel, Tally
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class WorkerSpec:
     generators: int
     chain_max_tokens: int | None
     device: str = "auto"
-    kernel_mode: str = "stock"  # the generators' and the depositor's (config.KERNEL_MODES)
+    kernel_mode: str = DEFAULTS.kernel_mode  # the generators' and the depositor's (config.KERNEL_MODES)
 
 
 class LearningJob:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from galahad.flywheel.config import Paths
+from galahad.flywheel.config import DEFAULTS, Paths
 
 if TYPE_CHECKING:  # imported where used: `galahad verify` and `--help` start without SQLAlchemy
     from galahad.flywheel.artifacts.store import LocalStore
@@ -42,7 +42,7 @@ def open_catalog(url: str) -> Catalog:
     return Catalog(url)
 
 
-def engine_for(model: str, paths: Paths, kernel_mode: str = "stock"):
+def engine_for(model: str, paths: Paths, kernel_mode: str = DEFAULTS.kernel_mode):
     """The answering engine runs under the default runtime: the one depositors write artifacts under."""
     from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from galahad.flywheel.cli.argtypes import count, finite
 from galahad.flywheel.cli.flags import add_model_flag, byte_size
-from galahad.flywheel.config import CATALOG_ENV, DEFAULT_MODEL, GcConfig
+from galahad.flywheel.config import CATALOG_ENV, GcConfig
 from galahad.flywheel.errors import GalahadError
 
 CREATES = {"import"}  # every other action refuses a catalog that does not exist or has no Galahad tables
@@ -191,7 +191,7 @@ def _recompile(args: argparse.Namespace, cat, store, as_json: bool) -> dict[str,
     from galahad.flywheel.cli.session import engine_for
     from galahad.flywheel.learn.recompile import recompile
 
-    engine = engine_for(getattr(args, "model", DEFAULT_MODEL), args.paths, getattr(args, "kernel_mode", "stock"))
+    engine = engine_for(args.model, args.paths, args.kernel_mode)
     state: dict[str, Any] = {}
 
     def total(n: int) -> None:

@@ -38,7 +38,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from galahad.flywheel.app.intake import GoldConflict
-from galahad.flywheel.config import ServiceConfig
+from galahad.flywheel.config import DEFAULTS, ServiceConfig
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.service.answering import Answering, NotFound, TooLarge
 from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResponse, SubmitResponse
@@ -165,7 +165,7 @@ class GalahadApi(OpenAIRoutes):
     `ram_tier_bytes`, `serve --ram-tier`)."""
 
     def __init__(self, model: str, data: str, catalog_url: str, store: str, token: str | None,
-                 config: ServiceConfig, learner=None, ram_tier_bytes: int | None = None, kernel_mode: str = "stock"):
+                 config: ServiceConfig, learner=None, ram_tier_bytes: int | None = None, kernel_mode: str = DEFAULTS.kernel_mode):
         from galahad.flywheel.app.storage import engine_for
         from galahad.flywheel.artifacts.store import LocalStore
         from galahad.flywheel.catalog import Catalog

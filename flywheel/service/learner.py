@@ -31,13 +31,13 @@ import ray
 from galahad.flywheel.app.job import LearningJob, WorkerSpec
 from galahad.flywheel.app.lock import LEARNING, run_lock
 from galahad.flywheel.app.storage import open_catalog
-from galahad.flywheel.config import LoopConfig
+from galahad.flywheel.config import DEFAULTS, LoopConfig
 
 
 def start_learner(model: str, model_cache: str, catalog_url: str, store_path: str, config: LoopConfig,
                   generators: int, chain_max_tokens: int | None, device: str, lock_root: str | None = None,
                   lock_wait_seconds: float = 60.0, ram_tier_bytes: int | None = None,
-                  kernel_mode: str = "stock") -> LearningJob:
+                  kernel_mode: str = DEFAULTS.kernel_mode) -> LearningJob:
     """The service's learning job. Embedded catalog (`lock_root`, the data dir): the run lock is held here,
     where the queue is written (not in the driver: the learner can outlive a killed driver), for the job's
     life; a predecessor still holding it is waited for, then the job fails closed."""
@@ -56,7 +56,7 @@ class LearnerActor:
     def __init__(self, model: str, model_cache: str, catalog_url: str, store_path: str, config: LoopConfig,
                  generators: int, chain_max_tokens: int | None, device: str, poll_seconds: float,
                  lock_root: str | None = None, lock_wait_seconds: float = 60.0, ram_tier_bytes: int | None = None,
-                 kernel_mode: str = "stock"):
+                 kernel_mode: str = DEFAULTS.kernel_mode):
         self.poll_seconds = poll_seconds
         self.job = start_learner(model, model_cache, catalog_url, store_path, config, generators, chain_max_tokens,
                                  device, lock_root, lock_wait_seconds, ram_tier_bytes, kernel_mode)
