@@ -35,7 +35,9 @@ import torch
 
 from galahad.kernels.per_weight import PerWeight
 
-SOURCE = Path(__file__).with_name("codes_gemm.cpp")
+# The mode's compiled kernels, built into one library: the GEMM, the RMS norm (kernels/norm.py) and the
+# attention's weights-by-values product (kernels/codes_attention.py).
+SOURCES = tuple(Path(__file__).with_name(f) for f in ("codes_gemm.cpp", "rms_norm.cpp", "gemm_nn.cpp"))
 CXX = os.environ.get("CXX", "g++")
 CFLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fopenmp", "-fPIC", "-shared", "-std=c++17")
 LANES = 16  # the kernel's reduction width: K and every group must be a multiple
@@ -149,7 +151,9 @@ def build_id() -> str:
         version = subprocess.run([CXX, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
     except (OSError, IndexError, subprocess.SubprocessError) as exc:
         raise RuntimeError(f"the codes kernel mode needs a C++ compiler ({CXX}): {exc}") from None
-    h = hashlib.sha256(SOURCE.read_bytes())
+    h = hashlib.sha256()
+    for src in SOURCES:
+        h.update(src.name.encode() + b"\0" + src.read_bytes())
     h.update("\0".join((version, *CFLAGS)).encode())
     return h.hexdigest()[:16]
 
@@ -168,13 +172,13 @@ def library() -> ctypes.CDLL:
             return _lib
         if not cpu_supported():
             raise RuntimeError("the codes kernel mode needs AVX-512 (avx512f, avx512bw); this CPU has not")
-        so = kernel_cache() / f"codes_gemm-{build_id()}.so"
+        so = kernel_cache() / f"codes-{build_id()}.so"
         if not so.is_file():
             so.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".codes_gemm-", suffix=".so", dir=so.parent)
+            fd, tmp = tempfile.mkstemp(prefix=".codes-", suffix=".so", dir=so.parent)
             os.close(fd)
             try:
-                done = subprocess.run([CXX, *CFLAGS, str(SOURCE), "-o", tmp], capture_output=True, text=True,
+                done = subprocess.run([CXX, *CFLAGS, *map(str, SOURCES), "-o", tmp], capture_output=True, text=True,
                                       timeout=300)
                 if done.returncode != 0:
                     last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -186,7 +190,10 @@ def library() -> ctypes.CDLL:
         lib = ctypes.CDLL(str(so))
         p, i = ctypes.c_void_p, ctypes.c_long
         lib.codes_gemm.argtypes = [p, i, i, i, p, p, p, p, i, i, p]
+        lib.codes_gemm_many.argtypes = [p, i, i, i, p, p, p, p, p, p, i, p]
         lib.codes_decode.argtypes = [i, i, p, p, p, i, p]
+        lib.rms_norm.argtypes = [p, i, i, p, ctypes.c_float, i, p]
+        lib.gemm_nn.argtypes = [p, i, i, i, p, i, i, i, p]
         _lib = lib
         return lib
 
@@ -220,6 +227,53 @@ def gemm(x: torch.Tensor, weight: torch.Tensor, codes: Codes | None = None) -> t
     else:
         lib.codes_gemm(_ptr(x), m, n, k, None, _ptr(codes.q), _ptr(codes.scale), _ptr(codes.offset), codes.group,
                        threads, _ptr(out))
+    return out
+
+
+MAX_MANY = 8  # weights one `gemm_many` call takes (the kernel's bound)
+
+
+def gemm_many(x: torch.Tensor, weights: list[tuple[torch.Tensor, Codes | None]]) -> list[torch.Tensor]:
+    """`[gemm(x, w, c) for w, c in weights]` in one kernel call (one thread pool wake, the columns of all
+    split between the threads): the same bits, element for element, as the separate calls."""
+    m, k = x.shape
+    if not 1 <= len(weights) <= MAX_MANY:
+        raise ValueError(f"gemm_many takes 1 to {MAX_MANY} weights, got {len(weights)}")
+    for _, c in weights:
+        check_shapes(k, c)
+    x = x.contiguous()
+    outs = [torch.empty((m, w.shape[0]), dtype=torch.float32) for w, _ in weights]
+    if m == 0:
+        return outs
+    held = [w.contiguous() if c is None else None for w, c in weights]  # alive through the call
+    count = len(weights)
+    ptrs = ctypes.c_void_p * count
+    fields = (
+        (ctypes.c_long * count)(*(w.shape[0] for w, _ in weights)),
+        ptrs(*(_ptr(h) for h in held)),
+        ptrs(*(None if c is None else _ptr(c.q) for _, c in weights)),
+        ptrs(*(None if c is None else _ptr(c.scale) for _, c in weights)),
+        ptrs(*(None if c is None else _ptr(c.offset) for _, c in weights)),
+        (ctypes.c_long * count)(*(LANES if c is None else c.group for _, c in weights)),
+    )
+    library().codes_gemm_many(_ptr(x), m, k, count, *fields, torch.get_num_threads(), ptrs(*map(_ptr, outs)))
+    return outs
+
+
+def gemm_nn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """x [m, k] @ w [k, n] -> [m, n] in fp32, w read as it lies (rows of n contiguous floats, any row stride);
+    n a multiple of 16. Each element is one sum over k in increasing k: a row's bits never depend on the others."""
+    m, k = x.shape
+    n = w.shape[1]
+    if n % LANES or w.shape[0] != k:
+        raise TypeError(f"gemm_nn needs w [k, n] with n a multiple of {LANES}, got {tuple(w.shape)} for k={k}")
+    if x.stride(1) != 1:
+        x = x.contiguous()
+    if w.stride(1) != 1:
+        w = w.contiguous()
+    out = torch.empty((m, n), dtype=torch.float32)
+    if m and n:
+        library().gemm_nn(_ptr(x), m, k, x.stride(0), _ptr(w), n, w.stride(0), torch.get_num_threads(), _ptr(out))
     return out
 
 

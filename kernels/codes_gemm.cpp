@@ -105,6 +105,74 @@ inline void tile(const float* x, long ldx, int m, const W& w, int c, int k_len, 
     }
 }
 
+// One weight of a call: [n, k] as fp32 `wf`, or (wf == NULL) codes `q` with scales `s` and offsets `o`; out [m, n].
+struct Weight {
+    long n;
+    const float* wf;
+    const int8_t* q;
+    const float* s;
+    const float* o;
+    long group;
+    float* out;
+};
+
+// One tile of weight W: columns [c0, c0 + NT) (fewer at its end) against rows [r0, r0 + rm), rm <= MB.
+// Flattened: every call below is inlined into it, as the one-weight kernel was compiled (an out-of-line
+// weight read per 16 weights halves a one-row call's rate).
+__attribute__((flatten)) void one_tile(const float* x, long k, long r0, int rm, const Weight& W, long c0,
+                                       float* buf) {
+    const long n = W.n, groups = k / W.group;
+    const int c = (int)(n - c0 < NT ? n - c0 : NT);
+    const float* xr = x + r0 * k;
+    float* dst = W.out + r0 * n + c0;
+    const int8_t* qj[NT];
+    const float *sj[NT], *oj[NT], *wj[NT];
+    for (int j = 0; j < c; ++j) {
+        const long col = c0 + j;
+        if (W.wf) {
+            wj[j] = W.wf + col * k;
+            continue;
+        }
+        qj[j] = W.q + col * k;
+        sj[j] = W.s + col * groups;
+        oj[j] = W.o ? W.o + col * groups : nullptr;
+        if (rm > MT) {  // decoded once into the buffer, then read by every row block
+            decode(qj[j], sj[j], oj[j], (int)k, (int)W.group, buf + j * k);
+            wj[j] = buf + j * k;
+        }
+    }
+    if (!W.wf && rm <= MT)  // one row block: decoded in registers
+        tile(xr, k, rm, CodeWeights{qj, sj, oj, (int)W.group, NT * k}, c, (int)k, dst, n);
+    else
+        tile(xr, k, rm, Fp32Weights{wj}, c, (int)k, dst, n);
+}
+
+// Every weight's columns, in tiles of NT, as one range split between the threads (never a split of K): which
+// thread runs a tile, and beside which other weights, never changes an element's reduction.
+void gemm_many(const float* x, long m, long k, const Weight* ws, int count, long max_threads) {
+    long tiles = 0, work = 0;
+    for (int i = 0; i < count; ++i) tiles += (ws[i].n + NT - 1) / NT, work += m * ws[i].n * k;
+    bool coded = false;
+    for (int i = 0; i < count; ++i) coded = coded || !ws[i].wf;
+    const int threads = (work < SERIAL || max_threads < 1) ? 1 : (int)max_threads;
+#pragma omp parallel num_threads(threads)
+    {
+        const int t = omp_get_thread_num(), nth = omp_get_num_threads();
+        const long lo = tiles * t / nth, hi = tiles * (t + 1) / nth;
+        float* buf = coded ? (float*)aligned_alloc(64, sizeof(float) * NT * k) : nullptr;
+        for (long r0 = 0; r0 < m; r0 += MB) {
+            const int rm = (int)(m - r0 < MB ? m - r0 : MB);
+            int wi = 0;
+            long first = 0;  // the first tile of weight wi
+            for (long tt = lo; tt < hi; ++tt) {
+                while (tt >= first + (ws[wi].n + NT - 1) / NT) first += (ws[wi].n + NT - 1) / NT, ++wi;
+                one_tile(x, k, r0, rm, ws[wi], (tt - first) * NT, buf);
+            }
+        }
+        free(buf);
+    }
+}
+
 }  // namespace
 
 extern "C" {
@@ -114,45 +182,20 @@ extern "C" {
 // (checked by the caller). At most `max_threads` threads (one below SERIAL work: bits never depend on it).
 int codes_gemm(const float* x, long m, long n, long k, const float* wf, const int8_t* q, const float* s,
                const float* o, long group, long max_threads, float* out) {
-    const long tiles = (n + NT - 1) / NT;
-    const int threads = (m * n * k < SERIAL || max_threads < 1) ? 1 : (int)max_threads;
-    const long groups = k / group;
-#pragma omp parallel num_threads(threads)
-    {
-        const int t = omp_get_thread_num(), nth = omp_get_num_threads();
-        const long lo = tiles * t / nth, hi = tiles * (t + 1) / nth;
-        float* buf = wf ? nullptr : (float*)aligned_alloc(64, sizeof(float) * NT * k);
-        for (long r0 = 0; r0 < m; r0 += MB) {
-            const int rm = (int)(m - r0 < MB ? m - r0 : MB);
-            for (long tt = lo; tt < hi; ++tt) {
-                const long c0 = tt * NT;
-                const int c = (int)(n - c0 < NT ? n - c0 : NT);
-                const float* xr = x + r0 * k;
-                float* dst = out + r0 * n + c0;
-                const int8_t* qj[NT];
-                const float *sj[NT], *oj[NT], *wj[NT];
-                for (int j = 0; j < c; ++j) {
-                    const long col = c0 + j;
-                    if (wf) {
-                        wj[j] = wf + col * k;
-                        continue;
-                    }
-                    qj[j] = q + col * k;
-                    sj[j] = s + col * groups;
-                    oj[j] = o ? o + col * groups : nullptr;
-                    if (rm > MT) {  // decoded once into the buffer, then read by every row block
-                        decode(qj[j], sj[j], oj[j], (int)k, (int)group, buf + j * k);
-                        wj[j] = buf + j * k;
-                    }
-                }
-                if (!wf && rm <= MT)  // one row block: decoded in registers
-                    tile(xr, k, rm, CodeWeights{qj, sj, oj, (int)group, NT * k}, c, (int)k, dst, n);
-                else
-                    tile(xr, k, rm, Fp32Weights{wj}, c, (int)k, dst, n);
-            }
-        }
-        free(buf);
-    }
+    const Weight w{n, wf, q, s, o, group, out};
+    gemm_many(x, m, k, &w, 1, max_threads);
+    return 0;
+}
+
+// `count` weights on the same x in one call (a layer's q/k/v, or gate/up): weight i as in `codes_gemm`, from
+// the i-th entry of each array, into outs[i] [m, ns[i]]. Each output's bits are those of its own call.
+int codes_gemm_many(const float* x, long m, long k, long count, const long* ns, const float* const* wfs,
+                    const int8_t* const* qs, const float* const* ss, const float* const* os, const long* groups,
+                    long max_threads, float* const* outs) {
+    if (count < 1 || count > 8) return 1;
+    Weight ws[8];
+    for (long i = 0; i < count; ++i) ws[i] = Weight{ns[i], wfs[i], qs[i], ss[i], os[i], groups[i], outs[i]};
+    gemm_many(x, m, k, ws, (int)count, max_threads);
     return 0;
 }
 

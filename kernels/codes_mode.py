@@ -8,9 +8,11 @@ arithmetic (bench/bench_query.py: 17 rows read all 400 MB of gemma3-270m's layer
 once per query head sharing a KV head, in every layer). Reading a third of the weights' bytes, and attending
 over the cache in place, are the savings that help the query more than the prefill.
 
-Attention is the grouped kernel (kernels/grouped.py: the query heads of one KV head stacked as rows, so each
-matmul reads the cache once; eager's mask, scaling, soft-capping and fp32 softmax), whatever the runtime
-requests, and its name is in this mode's facts. Norms and activations are stock.
+Attention is the grouped kernel's computation with compiled products (kernels/codes_attention.py: the query
+heads of one KV head stacked as rows, so each product reads the cache once; eager's mask, scaling, soft-capping
+and fp32 softmax), whatever the runtime requests, and its name is in this mode's facts. RMS norms are one compiled call each (kernels/norm.py, named in
+the facts; its source is in the kernel build); activations are stock. Sibling linears called on one input
+(q/k/v, gate/up) run as one GEMM call (`Siblings`): fewer calls at a short query's width, the same bits.
 
 What it promises (tests/test_codes.py): a linear's row never depends on how many rows share the call or on
 the thread count (the codes GEMM is one fixed reduction per element), and whether a weight came as codes never
@@ -26,23 +28,101 @@ GGUF). The model is this mode's model from then on: a runtime fingerprint names 
 from __future__ import annotations
 
 import functools
+import threading
 import types
 from collections.abc import Callable
 
 import torch
 
-from galahad.kernels import codes
+from galahad.kernels import codes, norm
 from galahad.kernels.modes import KernelMode, register
+
+# Sibling linears that transformers' families call one after another on the very same input (attention's
+# q/k/v, the gated MLP's gate/up): named as every supported family names them.
+SIBLINGS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
+
+
+def _check(input: torch.Tensor) -> None:
+    if input.dtype != torch.float32 or input.device.type != "cpu":
+        raise TypeError(f"the codes kernel mode runs fp32 CPU tensors only, got {input.dtype} on {input.device}")
+
+
+def _finish(m: torch.nn.Linear, out: torch.Tensor, lead: torch.Size) -> torch.Tensor:
+    if m.bias is not None:
+        out = out + m.bias  # after the GEMM, a separate exact elementwise add
+    return out.reshape(*lead, m.out_features)
 
 
 def _linear_forward(self, input: torch.Tensor) -> torch.Tensor:
-    if input.dtype != torch.float32 or input.device.type != "cpu":
-        raise TypeError(f"the codes kernel mode runs fp32 CPU tensors only, got {input.dtype} on {input.device}")
-    lead = input.shape[:-1]
+    _check(input)
+    siblings = self.__dict__.get("_galahad_siblings")
+    if siblings is not None:
+        return siblings.forward(self, input)
     out = codes.gemm(input.reshape(-1, input.shape[-1]), self.weight, codes.codes_for(self.weight))
-    if self.bias is not None:
-        out = out + self.bias  # after the GEMM, a separate exact elementwise add
-    return out.reshape(*lead, self.out_features)
+    return _finish(self, out, input.shape[:-1])
+
+
+def _version(t: torch.Tensor) -> int | None:
+    return None if t.is_inference() else t._version  # inference tensors keep no version counter
+
+
+class Siblings:
+    """Linears their parent calls in turn on one input, run as one kernel call (`codes.gemm_many`: the same
+    bits as separate calls). Inside one call of the parent's forward (`scope`), the first member called
+    computes every member's output on that input; each other member, called on the very same tensor object
+    (and, where it keeps a version counter, unmodified), is handed its own; on any other input a member
+    computes the group again. Outside its parent's forward a member runs alone. What is pending lives for one
+    parent call on one thread, so the result never depends on calls before it or on another thread's."""
+
+    def __init__(self, members: list[torch.nn.Linear]) -> None:
+        self.members = members
+        self._local = threading.local()
+
+    def scope(self, inner: Callable) -> Callable:
+        """The parent's forward, with this group's pending outputs living for the call."""
+        def forward(*args, **kwargs):
+            local = self._local
+            outer = getattr(local, "pending", None)
+            local.pending = {}
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                local.pending = outer
+        return forward
+
+    def forward(self, member: torch.nn.Linear, input: torch.Tensor) -> torch.Tensor:
+        lead, x = input.shape[:-1], input.reshape(-1, input.shape[-1])
+        pending = getattr(self._local, "pending", None)
+        if pending is None:
+            return _finish(member, codes.gemm(x, member.weight, codes.codes_for(member.weight)), lead)
+        hit = pending.pop(id(member), None)
+        if hit is not None and hit[0] is input and hit[1] == _version(input):
+            return hit[2]
+        outs = codes.gemm_many(x, [(m.weight, codes.codes_for(m.weight)) for m in self.members])
+        mine = None
+        for m, out in zip(self.members, outs, strict=True):
+            if m is member:
+                mine = _finish(m, out, lead)
+            else:
+                pending[id(m)] = (input, _version(input), _finish(m, out, lead))
+        return mine
+
+
+def _group_siblings(model) -> int:
+    """Give each set of `SIBLINGS` under one parent (all linears of one input width) a shared `Siblings`, and
+    the parent's forward its scope."""
+    groups = 0
+    for parent in list(model.modules()):
+        for names in SIBLINGS:
+            members = [getattr(parent, n, None) for n in names]
+            if (all(isinstance(m, torch.nn.Linear) for m in members)
+                    and len({m.in_features for m in members}) == 1 and len({id(m) for m in members}) == len(names)):
+                shared = Siblings(members)
+                for m in members:
+                    m._galahad_siblings = shared
+                parent.forward = shared.scope(parent.forward)
+                groups += 1
+    return groups
 
 
 @functools.lru_cache(maxsize=1)
@@ -63,13 +143,13 @@ class CodesMode(KernelMode):
     name = "codes"
 
     def __init__(self) -> None:
-        from galahad.kernels import grouped
+        from galahad.kernels import codes_attention
 
         self.build = _build()
-        self._attn = grouped.register()
+        self._attn = codes_attention.register()
 
     def facts(self) -> dict:
-        return {"codes_gemm": self.build, "attention": self._attn}
+        return {"codes_gemm": self.build, "attention": self._attn, "rms_norm": norm.NAME}
 
     def attn_implementation(self, requested: str) -> str:
         """Whatever was requested: the grouped kernel (eager's repeat_kv copies are what a long cache costs)."""
@@ -100,7 +180,8 @@ class CodesMode(KernelMode):
         for _, m in linears:
             m.forward = types.MethodType(_linear_forward, m)
         fp32 = sum(m.weight.numel() * 4 for _, m in linears if codes.codes_for(m.weight) is None)
-        return {"linears": len(linears), "coded": coded, "coded_bytes": coded_bytes, "fp32_bytes": fp32}
+        return {"linears": len(linears), "coded": coded, "coded_bytes": coded_bytes, "fp32_bytes": fp32,
+                "sibling_groups": _group_siblings(model), "norms": norm.install(model)}
 
     def lm_head(self, hidden, weight, bias=None):
         out = codes.gemm(hidden.contiguous(), weight, codes.codes_for(weight))

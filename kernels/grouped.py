@@ -13,9 +13,9 @@ have other shapes than eager's, so whether BLAS rounds them alike depends on the
 family 6; not on AMD family 26, nor in padded decode steps on AMD family 25, where they differ by ~4e-7).
 
 What runs it: the generators (`GeneratorRuntime` in workers/runtime.py: sampled text is verified text
-whatever computed it), and every forward of the `codes` kernel mode (kernels/codes_mode.py), whose grafts are
-exact against a fresh computation in that mode, with its own runtime fingerprint and exactness record. The
-`stock` runtime keeps transformers' `eager`.
+whatever computed it). The `codes` kernel mode runs the same computation with compiled products
+(kernels/codes_attention.py), and this kernel for a head size its products do not take. The `stock` runtime
+keeps transformers' `eager`.
 """
 
 from __future__ import annotations

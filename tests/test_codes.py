@@ -140,11 +140,19 @@ def test_tiny_model_in_codes_mode_grafts_exactly_and_has_its_own_fingerprint(mod
     engine = Engine(load_model("tiny", model_cache, rt), rt)
     stock = DEFAULT_RUNTIME.with_(prefill_chunk=8)
     assert engine.runtime_fingerprint != Engine(load_model("tiny", model_cache, stock), stock).runtime_fingerprint
-    assert runtime_facts(rt)["kernels"] == {"codes_gemm": C.build_id(), "attention": "galahad_grouped"}
-    assert engine.model.config._attn_implementation == "galahad_grouped"  # attends over the cache in place
+    assert runtime_facts(rt)["kernels"] == {"codes_gemm": C.build_id(), "attention": "galahad_grouped_codes",
+                                            "rms_norm": "galahad_rms_norm"}
+    assert engine.model.config._attn_implementation == "galahad_grouped_codes"  # attends over the cache in place
     assert "kernels" not in runtime_facts(stock)  # other modes' fingerprints are unchanged
     linears = [m for m in engine.model.modules() if isinstance(m, torch.nn.Linear)]
     assert linears and all(m.forward.__func__.__module__ == "galahad.kernels.codes_mode" for m in linears)
+    norms = [m for m in engine.model.modules() if type(m).__name__.endswith("RMSNorm")]
+    assert norms and all(m.forward.__func__.__module__ == "galahad.kernels.norm" for m in norms)
+    for layer in engine.model.model.layers:  # q/k/v and gate/up each run as one kernel call
+        a, mlp = layer.self_attn, layer.mlp
+        assert a.q_proj._galahad_siblings is a.k_proj._galahad_siblings is a.v_proj._galahad_siblings
+        assert mlp.gate_proj._galahad_siblings is mlp.up_proj._galahad_siblings
+        assert "_galahad_siblings" not in a.o_proj.__dict__
     g = torch.Generator().manual_seed(3)
     for plen in (5, 21):
         ids = torch.randint(10, 250, (plen + 6,), generator=g).tolist()

@@ -62,7 +62,7 @@ def test_a_run_in_codes_mode_deposits_under_the_codes_runtime(tmp_path, model_ca
     with Catalog(f"sqlite:///{data / 'catalog.sqlite3'}") as cat:
         facts = cat.runtimes.facts(codes_fp)  # the depositor's runtime, as it recorded it
     assert facts is not None and facts["config"]["kernel_mode"] == "codes"
-    assert facts["kernels"]["attention"] == "galahad_grouped"
+    assert facts["kernels"]["attention"] == "galahad_grouped_codes"
 
 
 @needs_codes

@@ -1,7 +1,8 @@
 """The settings that keep a long-running `galahad serve` from creeping up in memory (bench/soak.py measured
 the creep without them) reach the processes that read them, at their start, though the user set neither:
 glibc's arena count (`workers/runtime.py` MEMORY_ENV) in the answering replica and the learner's actors, and
-the GCS's task-event cap (`flywheel/app/cluster.py` LOCAL_CLUSTER_ENV) in the local cluster's gcs_server.
+task events off and capped (`flywheel/app/cluster.py` LOCAL_CLUSTER_ENV) in the local cluster's gcs_server and
+in the workers that would report them.
 Neither is in the runtime fingerprint: memory, not bits.
 """
 
@@ -39,6 +40,7 @@ def test_serve_sets_the_memory_env_in_its_replica_actors_and_gcs(tmp_path, model
     assert replica and gcs, sorted(by_name)
     for e in replica:
         assert {k: e.get(k) for k in MEMORY_ENV} == MEMORY_ENV
+        assert {k: e.get(k) for k in LOCAL_CLUSTER_ENV} == LOCAL_CLUSTER_ENV
     for e in gcs:
         assert {k: e.get(k) for k in LOCAL_CLUSTER_ENV} == LOCAL_CLUSTER_ENV
     facts = json.dumps(runtime_facts(DEFAULT_RUNTIME))

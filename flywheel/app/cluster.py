@@ -18,10 +18,12 @@ from galahad.flywheel.config import Paths
 from galahad.flywheel.errors import GalahadError
 
 CONNECT_TIMEOUT_S = 3.0
-# A local cluster's own settings, for memory: Ray's GCS keeps the events of up to 100,000 task attempts
-# (~500 B each) for its dashboard and state API, which Galahad does not start; a long-running `serve` makes
-# tasks all day (bench/soak.py: gcs_server +13 MB/h), so its store is capped lower. A value the user set is kept.
-LOCAL_CLUSTER_ENV = {"RAY_task_events_max_num_task_in_gcs": "10000"}
+# A local cluster's own settings, for memory: Ray's GCS keeps the events of task attempts (~500 B each, up to
+# 100,000) for its dashboard and state API, which Galahad does not start; a long-running `serve` makes tasks all
+# day, and its gcs_server grew +13.7 MB/h with the store merely capped at 10,000 (bench/soak.py, 45 min). With
+# the events not reported at all (Ray: "0 disables task event recording") it stayed level (52.4 -> 51.4 MB over
+# minutes 12-27 of a 30-minute soak). A value the user set is kept.
+LOCAL_CLUSTER_ENV = {"RAY_task_events_report_interval_ms": "0", "RAY_task_events_max_num_task_in_gcs": "10000"}
 
 
 def prepare(model: str, address: str | None) -> None:

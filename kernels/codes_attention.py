@@ -1,0 +1,59 @@
+"""The `codes` kernel mode's attention: the grouped kernel's computation (kernels/grouped.py: the query heads of
+one KV head stacked as rows, eager's scaling, soft-capping, additive mask and fp32 softmax) with its two products
+run by compiled kernels instead of BLAS: scores by `codes.gemm` (queries x keys^T, the keys read as they lie) and
+the output by `codes.gemm_nn` (softmax weights x values, the values read as they lie).
+
+Why: over a long cache a short query's attention is a thin product (gemma3-270m: 68 rows of 256 against 4,113
+keys in each full layer), where BLAS ran at ~175 GFLOP/s on this 2-core machine; the codes kernels' fixed
+register blocking keeps such shapes near the GEMM's rate. What it promises: each score and each output element is
+one fixed reduction (over the head dim, then over the keys in order), never depending on the query's row count,
+its place or the thread count; its bits are this mode's own (its runtime fingerprint names `NAME`). A head size
+that is not a multiple of 16 runs the grouped kernel's BLAS products (a property of the model: one path per model).
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+from galahad.kernels import codes, grouped
+
+NAME = "galahad_grouped_codes"
+
+
+def _per_head(fn, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """fn on every [batch, kv head] pair of a [b, h, m, k] and b [b, h, ., .]: [b, h, m, n]."""
+    bs, hs = a.shape[0], a.shape[1]
+    if bs * hs == 1:
+        return fn(a[0, 0], b[0, 0])[None, None]
+    return torch.stack([torch.stack([fn(a[i, h], b[i, h]) for h in range(hs)]) for i in range(bs)])
+
+
+def codes_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                    attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
+                    softcap: float | None = None, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
+    """The grouped kernel's interface and computation (see its docstring), its products compiled."""
+    b, heads, q, d = query.shape
+    if d % codes.LANES:
+        return grouped.grouped_attention(module, query, key, value, attention_mask, dropout, scaling, softcap,
+                                         **kwargs)
+    kv_heads, s = key.shape[1], key.shape[2]
+    group = heads // kv_heads
+    scale = d**-0.5 if scaling is None else scaling
+    scores = _per_head(codes.gemm, query.reshape(b, kv_heads, group * q, d), key) * scale
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    if attention_mask is not None:
+        mask = attention_mask[:, :, :, :s]
+        scores = (scores.view(b, kv_heads, group, q, s) + mask[:, :, None]).view(b, kv_heads, group * q, s)
+    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    out = _per_head(codes.gemm_nn, weights, value).view(b, heads, q, d)
+    return out.transpose(1, 2).contiguous(), weights
+
+
+def register() -> str:
+    """Make NAME a valid `attn_implementation` (attention function plus eager's additive mask)."""
+    ALL_ATTENTION_FUNCTIONS.register(NAME, codes_attention)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(NAME, eager_mask)
+    return NAME
