@@ -202,6 +202,12 @@ def _ptr(t: torch.Tensor | None) -> int | None:
     return None if t is None else t.data_ptr()
 
 
+def check_input(x: torch.Tensor) -> None:
+    """The codes mode's kernels take fp32 CPU tensors only: anything else is refused in one line."""
+    if x.dtype != torch.float32 or x.device.type != "cpu":
+        raise TypeError(f"the codes kernel mode runs fp32 CPU tensors only, got {x.dtype} on {x.device}")
+
+
 def check_shapes(k: int, codes: Codes | None) -> None:
     if k % LANES:
         raise TypeError(f"the codes kernel needs a reduction length that is a multiple of {LANES}, got {k}")

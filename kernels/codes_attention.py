@@ -34,22 +34,12 @@ def codes_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch
                     attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                     softcap: float | None = None, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
     """The grouped kernel's interface and computation (see its docstring), its products compiled."""
-    b, heads, q, d = query.shape
-    if d % codes.LANES:
+    if query.shape[-1] % codes.LANES:
         return grouped.grouped_attention(module, query, key, value, attention_mask, dropout, scaling, softcap,
                                          **kwargs)
-    kv_heads, s = key.shape[1], key.shape[2]
-    group = heads // kv_heads
-    scale = d**-0.5 if scaling is None else scaling
-    scores = _per_head(codes.gemm, query.reshape(b, kv_heads, group * q, d), key) * scale
-    if softcap is not None:
-        scores = torch.tanh(scores / softcap) * softcap
-    if attention_mask is not None:
-        mask = attention_mask[:, :, :, :s]
-        scores = (scores.view(b, kv_heads, group, q, s) + mask[:, :, None]).view(b, kv_heads, group * q, s)
-    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-    out = _per_head(codes.gemm_nn, weights, value).view(b, heads, q, d)
-    return out.transpose(1, 2).contiguous(), weights
+    return grouped.attend(query, key, value, attention_mask, scaling, softcap,
+                          lambda stacked, k: _per_head(codes.gemm, stacked, k),
+                          lambda weights, v: _per_head(codes.gemm_nn, weights, v))
 
 
 def register() -> str:

@@ -10,8 +10,9 @@ over the cache in place, are the savings that help the query more than the prefi
 
 Attention is the grouped kernel's computation with compiled products (kernels/codes_attention.py: the query
 heads of one KV head stacked as rows, so each product reads the cache once; eager's mask, scaling, soft-capping
-and fp32 softmax), whatever the runtime requests, and its name is in this mode's facts. RMS norms are one compiled call each (kernels/norm.py, named in
-the facts; its source is in the kernel build); activations are stock. Sibling linears called on one input
+and fp32 softmax), whatever the runtime requests, and its name is in this mode's facts. RMS norms are one
+compiled call each (kernels/norm.py, named in the facts; its source is in the kernel build); activations are
+stock. Sibling linears called on one input
 (q/k/v, gate/up) run as one GEMM call (`Siblings`): fewer calls at a short query's width, the same bits.
 
 What it promises (tests/test_codes.py): a linear's row never depends on how many rows share the call or on
@@ -42,24 +43,21 @@ from galahad.kernels.modes import KernelMode, register
 SIBLINGS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
 
 
-def _check(input: torch.Tensor) -> None:
-    if input.dtype != torch.float32 or input.device.type != "cpu":
-        raise TypeError(f"the codes kernel mode runs fp32 CPU tensors only, got {input.dtype} on {input.device}")
-
-
 def _finish(m: torch.nn.Linear, out: torch.Tensor, lead: torch.Size) -> torch.Tensor:
     if m.bias is not None:
         out = out + m.bias  # after the GEMM, a separate exact elementwise add
     return out.reshape(*lead, m.out_features)
 
 
+def _alone(m: torch.nn.Linear, input: torch.Tensor) -> torch.Tensor:
+    out = codes.gemm(input.reshape(-1, input.shape[-1]), m.weight, codes.codes_for(m.weight))
+    return _finish(m, out, input.shape[:-1])
+
+
 def _linear_forward(self, input: torch.Tensor) -> torch.Tensor:
-    _check(input)
+    codes.check_input(input)
     siblings = self.__dict__.get("_galahad_siblings")
-    if siblings is not None:
-        return siblings.forward(self, input)
-    out = codes.gemm(input.reshape(-1, input.shape[-1]), self.weight, codes.codes_for(self.weight))
-    return _finish(self, out, input.shape[:-1])
+    return _alone(self, input) if siblings is None else siblings.forward(self, input)
 
 
 def _version(t: torch.Tensor) -> int | None:
@@ -91,14 +89,14 @@ class Siblings:
         return forward
 
     def forward(self, member: torch.nn.Linear, input: torch.Tensor) -> torch.Tensor:
-        lead, x = input.shape[:-1], input.reshape(-1, input.shape[-1])
         pending = getattr(self._local, "pending", None)
         if pending is None:
-            return _finish(member, codes.gemm(x, member.weight, codes.codes_for(member.weight)), lead)
+            return _alone(member, input)
         hit = pending.pop(id(member), None)
         if hit is not None and hit[0] is input and hit[1] == _version(input):
             return hit[2]
-        outs = codes.gemm_many(x, [(m.weight, codes.codes_for(m.weight)) for m in self.members])
+        lead = input.shape[:-1]
+        outs = codes.gemm_many(input.reshape(-1, input.shape[-1]), [(m.weight, codes.codes_for(m.weight)) for m in self.members])
         mine = None
         for m, out in zip(self.members, outs, strict=True):
             if m is member:

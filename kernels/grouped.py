@@ -27,24 +27,32 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 NAME = "galahad_grouped"
 
 
-def grouped_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                      attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
-                      softcap: float | None = None, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
-    """query [b, heads, q, d], key/value [b, kv_heads, s, d], additive mask [b, 1, q, >= s]; returns
-    ([b, q, heads, d], the attention weights [b, kv_heads, group * q, s]), as eager attention's interface."""
+def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: torch.Tensor | None,
+           scaling: float | None, softcap: float | None, scores_of, out_of) -> tuple[torch.Tensor, torch.Tensor]:
+    """This kernel's computation with its two products given: `scores_of(stacked queries [b, kv_heads, group * q,
+    d], key)` -> [b, kv_heads, group * q, s] and `out_of(weights, value)` -> [b, kv_heads, group * q, d]."""
     b, heads, q, d = query.shape
     kv_heads, s = key.shape[1], key.shape[2]
     group = heads // kv_heads
     scale = d**-0.5 if scaling is None else scaling
-    scores = torch.matmul(query.reshape(b, kv_heads, group * q, d), key.transpose(2, 3)) * scale
+    scores = scores_of(query.reshape(b, kv_heads, group * q, d), key) * scale
     if softcap is not None:
         scores = torch.tanh(scores / softcap) * softcap
     if attention_mask is not None:
         mask = attention_mask[:, :, :, :s]
         scores = (scores.view(b, kv_heads, group, q, s) + mask[:, :, None]).view(b, kv_heads, group * q, s)
     weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-    out = torch.matmul(weights, value).view(b, heads, q, d)
+    out = out_of(weights, value).view(b, heads, q, d)
     return out.transpose(1, 2).contiguous(), weights
+
+
+def grouped_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                      attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
+                      softcap: float | None = None, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
+    """query [b, heads, q, d], key/value [b, kv_heads, s, d], additive mask [b, 1, q, >= s]; returns
+    ([b, q, heads, d], the attention weights [b, kv_heads, group * q, s]), as eager attention's interface."""
+    return attend(query, key, value, attention_mask, scaling, softcap,
+                  lambda stacked, k: torch.matmul(stacked, k.transpose(2, 3)), torch.matmul)
 
 
 def register() -> str:

@@ -69,8 +69,7 @@ def _effective(weight: torch.Tensor, offset: float) -> torch.Tensor:
 
 
 def _forward(self, x: torch.Tensor) -> torch.Tensor:
-    if x.dtype != torch.float32 or x.device.type != "cpu":
-        raise TypeError(f"the codes kernel mode runs fp32 CPU tensors only, got {x.dtype} on {x.device}")
+    codes.check_input(x)
     version, weight = self._galahad_norm
     if version != self.weight._version:  # the weight changed in place since: its effective weight again
         weight = _effective(self.weight, self._galahad_offset)
