@@ -57,6 +57,16 @@ def pytest_runtest_makereport(item, call):
             report.longrepr = f"skipped under CI=true, where nothing may skip but an opt-in test: {reason}"
 
 
+@pytest.fixture(autouse=True)
+def _codes_kernel_cpu(request) -> None:
+    """A `codes_kernel` test on a CPU without the codes kernel's AVX-512 checks the one-line refusal instead and
+    ends xfailed (`tests/codes_cpu.py`): it neither skips (a failure under CI=true) nor fails."""
+    if request.node.get_closest_marker("codes_kernel") is not None:
+        from codes_cpu import kernel_or_refusal
+
+        kernel_or_refusal()
+
+
 # --- model fixtures (lead) ---
 MODEL_CACHE_DEFAULT = "~/.cache/galahad-models"
 

@@ -18,14 +18,14 @@ from serve_harness import serve_env, serving
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.cli.main import build_parser, main
 from galahad.flywheel.config import DEFAULTS, KERNEL_MODES
+from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.memory.solver import Solver
-from galahad.kernels.codes import cpu_supported
 from galahad.workers.engine import Engine
 from galahad.workers.model_loader import load_model
 from galahad.workers.runtime import DEFAULT_RUNTIME
 
 CODES = DEFAULT_RUNTIME.with_(kernel_mode="codes")
-needs_codes = pytest.mark.skipif(not cpu_supported(), reason="the codes kernel needs AVX-512")  # as test_codes.py
+needs_codes = pytest.mark.codes_kernel  # no AVX-512: the refusal is checked instead (tests/codes_cpu.py)
 PROBLEMS = [("What is 3 + 4?", "7"), ("What is 2 + 6?", "8")]
 
 
@@ -116,3 +116,24 @@ def test_serve_in_codes_mode_answers_and_learns_under_the_codes_runtime(tmp_path
                 break
             time.sleep(2)
     assert facts is not None and facts["config"]["kernel_mode"] == "codes"
+
+
+def test_a_cpu_without_avx512_gets_the_codes_refusal_and_the_codes_tests_xfail(monkeypatch, model_cache):
+    # Runs on every CPU: such a CPU simulated (no compiled kernel loaded, no build id cached); the kernel and the
+    # mode refuse in one line, and what a `codes_kernel` test runs first checks that and xfails (never a skip).
+    from codes_cpu import REFUSAL, assert_refused, kernel_or_refusal
+
+    from galahad.kernels import codes, codes_mode
+
+    monkeypatch.setattr(codes, "cpu_supported", lambda: False)
+    monkeypatch.setattr(codes, "_lib", None)
+    codes_mode._build.cache_clear()
+    try:
+        assert_refused()
+        with pytest.raises(pytest.xfail.Exception, match="refusal was checked"):
+            kernel_or_refusal()
+        with pytest.raises(GalahadError, match=r"^the codes kernel mode needs AVX-512"):
+            load_model("tiny", model_cache, CODES)
+    finally:
+        codes_mode._build.cache_clear()  # the next codes test builds (or finds) the real kernel again
+    assert "\n" not in REFUSAL
