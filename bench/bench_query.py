@@ -8,6 +8,8 @@ Measured side by side, for each kernel mode in `--modes` (one engine each, same 
 `--reps`, the pinned runtime, `last_only` as serving runs it):
 - `prefill_per_token_s`: a fresh chunked prefill of the prefix (the recompute a graft replaces) / its length;
 - `query_s`: the query's forward over a copy of that prefix's cache (what `bench_graft.py` reports);
+- `query_dynamic_cache_s`: the same query over transformers' `DynamicCache` (which appends by copying the whole
+  cache), alternated with the mode's own cache (`query_own_cache_alternated_s`; `cache`: its layer class);
 - `query_at_1_s`: the same query over a 1-token cache: `query_s - query_at_1_s` is what the long cache costs
   (attention over it and its cache updates);
 - `head_s`: the LM head on one row alone (`Engine.head`: the vocab x hidden product and soft-cap);
@@ -28,7 +30,6 @@ mode's figures also at top level); a report goes to reports/bench-query-<model>.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import statistics
@@ -106,7 +107,8 @@ def main() -> int:
         print(f"[{mode}] prefill {n} tokens: {rate * 1e3:.2f} ms/token; query ({len(q)} tokens) {row['query_s'] * 1e3:.1f} ms "
               f"= {row['query_rate_ratio']:.2f}x its tokens at the prefill rate (target 2x: {row['target_s'] * 1e3:.1f} ms; "
               f"{row['query_rate_ratio_vs_fastest_prefill']:.2f}x at this run's fastest prefill rate); over a 1-token "
-              f"cache {row['query_at_1_s'] * 1e3:.1f} ms; LM head alone {row['head_s'] * 1e3:.1f} ms; without it "
+              f"cache {row['query_at_1_s'] * 1e3:.1f} ms; over transformers' DynamicCache {row['query_dynamic_cache_s'] * 1e3:.1f} ms "
+              f"against {row['query_own_cache_alternated_s'] * 1e3:.1f} ms alternated; LM head alone {row['head_s'] * 1e3:.1f} ms; without it "
               f"{row['layers_rate_ratio']:.2f}x; weights read once {row['weights_s'] * 1e3:.1f} ms "
               f"({row['weights_read_mb']:.0f} MB); load {load_before[0]:.2f}", file=sys.stderr)
         for o in row["ops"]:
@@ -137,10 +139,22 @@ def read_tensors(engine) -> list:
     return out
 
 
+def grafted(cache, empty):
+    """`empty` (a new cache) holding copies of `cache`'s KV tensors, set as `restore` sets a graft's."""
+    for mine, theirs in zip(empty.layers, cache.layers, strict=True):
+        k, v = theirs.keys.clone(), theirs.values.clone()
+        mine.lazy_initialization(k, v)
+        mine.keys, mine.values = k, v
+        if hasattr(theirs, "cumulative_length"):
+            mine.cumulative_length = theirs.cumulative_length
+    return empty
+
+
 def measure(engine, prefix: list[int], q: list[int], reps: int, gen) -> dict:
     """One kernel mode's figures (see the module docstring)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
+    from transformers import DynamicCache
 
     n = len(prefix)
     long_cache = engine.new_cache()
@@ -150,12 +164,21 @@ def measure(engine, prefix: list[int], q: list[int], reps: int, gen) -> dict:
     short_cache = engine.new_cache()
     engine.prefill(short_cache, prefix[:1], 0, last_only=True)
 
-    def query_median(cache, start) -> float:  # each forward over its own copy, made before the clock starts
-        copies = [copy.deepcopy(cache) for _ in range(reps)]
+    def query_median(cache, start, new_cache=engine.new_cache) -> float:
+        # each forward over its own copy, made before the clock starts as a graft makes it (workers/graft.py
+        # `restore`: the mode's empty cache, its layers handed the KV tensors)
+        copies = [grafted(cache, new_cache()) for _ in range(reps)]
         return median_s(lambda: engine.prefill(copies.pop(), q, start, last_only=True), reps)
 
     query_s = query_median(long_cache, n)
     query_at_1_s = query_median(short_cache, 1)
+    # the same query over transformers' DynamicCache (which copies the whole cache to append), alternated with
+    # the mode's own cache in one run: what the mode's cache saves (the same bits: tests/test_segments.py)
+    dyn, own = [], []
+    for _ in range(reps):
+        dyn.append(query_median(long_cache, n, lambda: DynamicCache(config=engine.model.config)))
+        own.append(query_median(long_cache, n))
+    query_dynamic_cache_s = statistics.median(dyn)
     hidden = torch.randn(1, engine.model.config.hidden_size)
 
     def head():
@@ -183,7 +206,7 @@ def measure(engine, prefix: list[int], q: list[int], reps: int, gen) -> dict:
     by_rows = [linears_at(r) for r in (1, 17, 64, 256)]
     if engine.runtime.kernel_mode == "stock":
         by_rows.append(linears_at(1, mv=True))
-    c = copy.deepcopy(long_cache)
+    c = grafted(long_cache, engine.new_cache())
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         t = time.perf_counter()
         engine.prefill(c, q, n, last_only=True)
@@ -194,7 +217,8 @@ def measure(engine, prefix: list[int], q: list[int], reps: int, gen) -> dict:
     return {
         "kernel_mode": engine.runtime.kernel_mode, "runtime_fingerprint": engine.runtime_fingerprint,
         "prefill_s": prefill_s, "prefill_per_token_s": rate, "query_s": query_s, "query_at_1_s": query_at_1_s,
-        "long_cache_s": query_s - query_at_1_s, "head_s": head_s, "weights_s": weights_s,
+        "long_cache_s": query_s - query_at_1_s, "query_dynamic_cache_s": query_dynamic_cache_s,
+        "query_own_cache_alternated_s": statistics.median(own), "cache": type(engine.new_cache().layers[-1]).__name__, "head_s": head_s, "weights_s": weights_s,
         "weights_read_mb": round(sum(t.numel() * t.element_size() for t in tensors) / 1e6, 1),
         "target_s": 2 * len(q) * rate, "query_rate_ratio": query_s / (len(q) * rate),
         "layers_rate_ratio": (query_s - head_s) / (len(q) * rate),

@@ -193,7 +193,7 @@ def library() -> ctypes.CDLL:
         lib.codes_gemm_many.argtypes = [p, i, i, i, p, p, p, p, p, p, i, p]
         lib.codes_decode.argtypes = [i, i, p, p, p, i, p]
         lib.rms_norm.argtypes = [p, i, i, p, ctypes.c_float, i, p]
-        lib.gemm_nn.argtypes = [p, i, i, i, p, i, i, i, p]
+        lib.gemm_nn.argtypes = [p, i, i, i, p, i, i, i, i, p]
         _lib = lib
         return lib
 
@@ -266,9 +266,11 @@ def gemm_many(x: torch.Tensor, weights: list[tuple[torch.Tensor, Codes | None]])
     return outs
 
 
-def gemm_nn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+def gemm_nn(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """x [m, k] @ w [k, n] -> [m, n] in fp32, w read as it lies (rows of n contiguous floats, any row stride);
-    n a multiple of 16. Each element is one sum over k in increasing k: a row's bits never depend on the others."""
+    n a multiple of 16. Each element is one sum over k in increasing k: a row's bits never depend on the others.
+    With `out` ([m, n], contiguous fp32), the sums continue from what it holds and land there: keys in two
+    pieces, `gemm_nn(x1, w1)` then `gemm_nn(x2, w2, out=that)`, give the bits of one call over them joined."""
     m, k = x.shape
     n = w.shape[1]
     if n % LANES or w.shape[0] != k:
@@ -277,9 +279,16 @@ def gemm_nn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         x = x.contiguous()
     if w.stride(1) != 1:
         w = w.contiguous()
-    out = torch.empty((m, n), dtype=torch.float32)
-    if m and n:
-        library().gemm_nn(_ptr(x), m, k, x.stride(0), _ptr(w), n, w.stride(0), torch.get_num_threads(), _ptr(out))
+    accumulate = out is not None
+    if out is None:
+        out = torch.empty((m, n), dtype=torch.float32)
+    elif out.shape != (m, n) or out.dtype != torch.float32 or not out.is_contiguous():
+        raise TypeError(f"gemm_nn accumulates into a contiguous fp32 [{m}, {n}], got {out.dtype} {tuple(out.shape)}")
+    if m and n and k:
+        library().gemm_nn(_ptr(x), m, k, x.stride(0), _ptr(w), n, w.stride(0), torch.get_num_threads(),
+                          int(accumulate), _ptr(out))
+    elif m and n and not accumulate:
+        out.zero_()
     return out
 
 

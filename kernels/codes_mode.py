@@ -149,6 +149,13 @@ class CodesMode(KernelMode):
     def facts(self) -> dict:
         return {"codes_gemm": self.build, "attention": self._attn, "rms_norm": norm.NAME}
 
+    def new_cache(self, config):
+        """Layers that keep a graft's KV where it lies and append in place (kernels/segments.py): no whole-cache
+        copy per forward; this mode's attention reads the pieces with the bits of one product over them."""
+        from galahad.kernels import segments
+
+        return segments.new_cache(config)
+
     def attn_implementation(self, requested: str) -> str:
         """Whatever was requested: the grouped kernel (eager's repeat_kv copies are what a long cache costs)."""
         return self._attn

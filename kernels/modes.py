@@ -46,6 +46,13 @@ class KernelMode:
     def active(self) -> Iterator[None]:
         yield
 
+    def new_cache(self, config):
+        """An empty KV cache for a model of `config`: transformers' `DynamicCache` (a mode whose attention reads
+        keys in pieces gives its own: kernels/segments.py)."""
+        from transformers import DynamicCache
+
+        return DynamicCache(config=config)
+
     def lm_head(self, hidden, weight, bias=None):
         """The LM head's product on hidden states [rows, hidden] (called inside `active()`): `F.linear`,
         so a mode that installs its own linear runs it here too."""

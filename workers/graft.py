@@ -25,15 +25,16 @@ def capture(engine: Engine, cache: DynamicCache, start: int, end: int) -> tuple[
     """The K/V a span [start, end) left in the cache, in the shape the artifact stores them."""
     keys, values = [], []
     for w, layer in zip(engine.loaded.windows, cache.layers, strict=True):
+        k, v = layer.keys, layer.values  # read once: a segmented layer joins its pieces on read
         if w is None:
-            if layer.keys.shape[-2] != end:
-                raise ValueError(f"full layer holds {layer.keys.shape[-2]} positions, expected {end}")
-            keys.append(layer.keys[:, :, start:end])
-            values.append(layer.values[:, :, start:end])
+            if k.shape[-2] != end:
+                raise ValueError(f"full layer holds {k.shape[-2]} positions, expected {end}")
+            keys.append(k[:, :, start:end])
+            values.append(v[:, :, start:end])
         else:
             keep = min(end - start, w - 1)
-            keys.append(layer.keys[:, :, -keep:])
-            values.append(layer.values[:, :, -keep:])
+            keys.append(k[:, :, -keep:])
+            values.append(v[:, :, -keep:])
     return keys, values
 
 
