@@ -140,13 +140,11 @@ def read_tensors(engine) -> list:
 
 
 def grafted(cache, empty):
-    """`empty` (a new cache) holding copies of `cache`'s KV tensors, set as `restore` sets a graft's."""
+    """`empty` (a new cache) holding copies of `cache`'s KV tensors, seated as `restore` seats a graft's."""
+    from galahad.workers.graft import seat
+
     for mine, theirs in zip(empty.layers, cache.layers, strict=True):
-        k, v = theirs.keys.clone(), theirs.values.clone()
-        mine.lazy_initialization(k, v)
-        mine.keys, mine.values = k, v
-        if hasattr(theirs, "cumulative_length"):
-            mine.cumulative_length = theirs.cumulative_length
+        seat(mine, theirs.keys.clone(), theirs.values.clone(), getattr(theirs, "cumulative_length", None))
     return empty
 
 

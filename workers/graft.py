@@ -137,11 +137,17 @@ def restore(engine: Engine, chain: list[Artifact], shift: int = 0, rope: RopeKer
         keep = None if w is None else w - 1
         k = _join([a.keys[i] for a in chain], keep)
         v = _join([a.values[i] for a in chain], keep)
-        if w is not None:
-            layer.cumulative_length = end
         inv_freq = _inv_freq(engine, i) if shift else None
         if inv_freq is not None:  # a NoPE layer's keys carry no position: nothing to move
             k = rope.rerotate(k, shift, inv_freq)
-        layer.lazy_initialization(k, v)
-        layer.keys, layer.values = k.to(engine.device), v.to(engine.device)
+        seat(layer, k.to(engine.device), v.to(engine.device), None if w is None else end)
     return cache
+
+
+def seat(layer, keys: torch.Tensor, values: torch.Tensor, length: int | None) -> None:
+    """Hand an empty cache layer the KV tensors it holds from now on, as a graft does (`length`: a sliding
+    layer's count of positions seen, None for a full layer)."""
+    if length is not None:
+        layer.cumulative_length = length
+    layer.lazy_initialization(keys, values)
+    layer.keys, layer.values = keys, values
