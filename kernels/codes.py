@@ -35,9 +35,10 @@ import torch
 
 from galahad.kernels.per_weight import PerWeight
 
-# The mode's compiled kernels, built into one library: the GEMM, the RMS norm (kernels/norm.py) and the
-# attention's weights-by-values product (kernels/codes_attention.py).
-SOURCES = tuple(Path(__file__).with_name(f) for f in ("codes_gemm.cpp", "rms_norm.cpp", "gemm_nn.cpp"))
+# The mode's compiled kernels, built into one library: the GEMM, the RMS norm (kernels/norm.py), the
+# attention's weights-by-values product (kernels/codes_attention.py) and the rotary embedding
+# (kernels/codes_layers.py).
+SOURCES = tuple(Path(__file__).with_name(f) for f in ("codes_gemm.cpp", "rms_norm.cpp", "gemm_nn.cpp", "rope_apply.cpp"))
 CXX = os.environ.get("CXX", "g++")
 CFLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fopenmp", "-fPIC", "-shared", "-std=c++17")
 LANES = 16  # the kernel's reduction width: K and every group must be a multiple
@@ -189,13 +190,18 @@ def library() -> ctypes.CDLL:
                     os.unlink(tmp)
         lib = ctypes.CDLL(str(so))
         p, i = ctypes.c_void_p, ctypes.c_long
-        lib.codes_gemm.argtypes = [p, i, i, i, p, p, p, p, i, i, p]
+        lib.codes_gemm.argtypes = [p, i, i, i, p, p, p, p, i, i, p, i]
         lib.codes_gemm_many.argtypes = [p, i, i, i, p, p, p, p, p, p, i, p]
         lib.codes_decode.argtypes = [i, i, p, p, p, i, p]
         lib.rms_norm.argtypes = [p, i, i, p, ctypes.c_float, i, p]
         lib.gemm_nn.argtypes = [p, i, i, i, p, i, i, i, i, p]
+        lib.rope_apply.argtypes = [p, i, i, i, i, p, p, p]
         _lib = lib
         return lib
+
+
+def _version(t: torch.Tensor) -> int | None:
+    return None if t.is_inference() else t._version  # inference tensors keep no version counter
 
 
 def _ptr(t: torch.Tensor | None) -> int | None:
@@ -216,54 +222,85 @@ def check_shapes(k: int, codes: Codes | None) -> None:
         raise TypeError(f"codes group {g} must be a power of two, at least {LANES}, dividing {k}")
 
 
-def gemm(x: torch.Tensor, weight: torch.Tensor, codes: Codes | None = None) -> torch.Tensor:
-    """x [m, k] fp32 @ weight[n, k]^T -> [m, n], reading `codes` instead of `weight` when given (same bits)."""
+def gemm(x: torch.Tensor, weight: torch.Tensor, codes: Codes | None = None,
+         out: torch.Tensor | None = None) -> torch.Tensor:
+    """x [m, k] fp32 @ weight[n, k]^T -> [m, n], reading `codes` instead of `weight` when given (same bits).
+    With `out` ([m, n] fp32 with unit column stride: a column slice of a wider tensor too), written there."""
     m, k = x.shape
     n = weight.shape[0]
     check_shapes(k, codes)
     x = x.contiguous()
-    out = torch.empty((m, n), dtype=torch.float32)
+    if out is None:
+        out = torch.empty((m, n), dtype=torch.float32)
+    elif not _writable(out, m, n):
+        raise TypeError(f"gemm writes a fp32 CPU [{m}, {n}] with unit column stride, got {out.dtype} "
+                        f"{tuple(out.shape)} strides {out.stride()}")
     if m == 0 or n == 0:
         return out
     lib = library()
     threads = torch.get_num_threads()
+    ldo = out.stride(0) if m > 1 else n
     if codes is None:
         w = weight.contiguous()
-        lib.codes_gemm(_ptr(x), m, n, k, _ptr(w), None, None, None, LANES, threads, _ptr(out))
+        lib.codes_gemm(_ptr(x), m, n, k, _ptr(w), None, None, None, LANES, threads, _ptr(out), ldo)
     else:
         lib.codes_gemm(_ptr(x), m, n, k, None, _ptr(codes.q), _ptr(codes.scale), _ptr(codes.offset), codes.group,
-                       threads, _ptr(out))
+                       threads, _ptr(out), ldo)
     return out
+
+
+def _writable(t: torch.Tensor, m: int, n: int) -> bool:
+    """[m, n] fp32 CPU with unit column stride and rows that do not overlap (a column slice of a wider one)."""
+    return (t.shape == (m, n) and t.dtype == torch.float32 and t.device.type == "cpu"
+            and (m <= 1 or (t.stride(1) == 1 and t.stride(0) >= n)) and (n <= 1 or t.stride(1) == 1))
 
 
 MAX_MANY = 8  # weights one `gemm_many` call takes (the kernel's bound)
 
 
+class Many:
+    """`gemm_many`'s kernel arguments for one list of (weight, codes), built once (a layer's q/k/v or gate/up are
+    the same tensors call after call): `matches` says whether a list is still the very same objects."""
+
+    def __init__(self, weights: list[tuple[torch.Tensor, Codes | None]]) -> None:
+        if not 1 <= len(weights) <= MAX_MANY:
+            raise ValueError(f"gemm_many takes 1 to {MAX_MANY} weights, got {len(weights)}")
+        self.weights = list(weights)
+        self.versions = [_version(w) for w, _ in weights]  # an fp32 weight changed in place is built again
+        self.held = [w.contiguous() if c is None else None for w, c in weights]  # alive as long as this is
+        count = len(weights)
+        self.ns = [w.shape[0] for w, _ in weights]
+        self._ptrs = ctypes.c_void_p * count
+        self.fields = (
+            (ctypes.c_long * count)(*self.ns),
+            self._ptrs(*(_ptr(h) for h in self.held)),
+            self._ptrs(*(None if c is None else _ptr(c.q) for _, c in weights)),
+            self._ptrs(*(None if c is None else _ptr(c.scale) for _, c in weights)),
+            self._ptrs(*(None if c is None else _ptr(c.offset) for _, c in weights)),
+            (ctypes.c_long * count)(*(LANES if c is None else c.group for _, c in weights)),
+        )
+
+    def matches(self, weights: list[tuple[torch.Tensor, Codes | None]]) -> bool:
+        return len(weights) == len(self.weights) and all(
+            w is w0 and c is c0 and _version(w) == v
+            for (w, c), (w0, c0), v in zip(weights, self.weights, self.versions, strict=True))
+
+    def __call__(self, x: torch.Tensor) -> list[torch.Tensor]:
+        m, k = x.shape
+        for _, c in self.weights:
+            check_shapes(k, c)
+        x = x.contiguous()
+        outs = [torch.empty((m, n), dtype=torch.float32) for n in self.ns]
+        if m:
+            library().codes_gemm_many(_ptr(x), m, k, len(outs), *self.fields, torch.get_num_threads(),
+                                      self._ptrs(*map(_ptr, outs)))
+        return outs
+
+
 def gemm_many(x: torch.Tensor, weights: list[tuple[torch.Tensor, Codes | None]]) -> list[torch.Tensor]:
     """`[gemm(x, w, c) for w, c in weights]` in one kernel call (one thread pool wake, the columns of all
     split between the threads): the same bits, element for element, as the separate calls."""
-    m, k = x.shape
-    if not 1 <= len(weights) <= MAX_MANY:
-        raise ValueError(f"gemm_many takes 1 to {MAX_MANY} weights, got {len(weights)}")
-    for _, c in weights:
-        check_shapes(k, c)
-    x = x.contiguous()
-    outs = [torch.empty((m, w.shape[0]), dtype=torch.float32) for w, _ in weights]
-    if m == 0:
-        return outs
-    held = [w.contiguous() if c is None else None for w, c in weights]  # alive through the call
-    count = len(weights)
-    ptrs = ctypes.c_void_p * count
-    fields = (
-        (ctypes.c_long * count)(*(w.shape[0] for w, _ in weights)),
-        ptrs(*(_ptr(h) for h in held)),
-        ptrs(*(None if c is None else _ptr(c.q) for _, c in weights)),
-        ptrs(*(None if c is None else _ptr(c.scale) for _, c in weights)),
-        ptrs(*(None if c is None else _ptr(c.offset) for _, c in weights)),
-        (ctypes.c_long * count)(*(LANES if c is None else c.group for _, c in weights)),
-    )
-    library().codes_gemm_many(_ptr(x), m, k, count, *fields, torch.get_num_threads(), ptrs(*map(_ptr, outs)))
-    return outs
+    return Many(weights)(x)
 
 
 def gemm_nn(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:

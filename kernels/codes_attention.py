@@ -36,12 +36,20 @@ def _per_head(fn, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _scores(stacked: torch.Tensor, key: torch.Tensor | Segments) -> torch.Tensor:
-    """queries x keys^T per [batch, kv head]; over pieces, each piece's columns (a score is one dot product:
-    its bits do not depend on the other keys), side by side."""
-    if isinstance(key, torch.Tensor):
-        return _per_head(codes.gemm, stacked, key)
-    parts = [_per_head(codes.gemm, stacked, k) for k in key.parts]
-    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+    """queries x keys^T per [batch, kv head]; over pieces, each piece's columns written in place side by side
+    (a score is one dot product: its bits do not depend on the other keys)."""
+    if isinstance(key, torch.Tensor) or len(key.parts) == 1:
+        return _per_head(codes.gemm, stacked, key if isinstance(key, torch.Tensor) else key.parts[0])
+    b, hs, m = stacked.shape[:3]
+    out = torch.empty((b, hs, m, key.shape[-2]), dtype=torch.float32)
+    for i in range(b):
+        for h in range(hs):
+            at = 0
+            for k in key.parts:
+                n = k.shape[-2]
+                codes.gemm(stacked[i, h], k[i, h], out=out[i, h, :, at : at + n])
+                at += n
+    return out
 
 
 def _out(weights: torch.Tensor, value: torch.Tensor | Segments) -> torch.Tensor:

@@ -13,7 +13,9 @@ heads of one KV head stacked as rows, so each product reads the cache once; eage
 and fp32 softmax), whatever the runtime requests, and its name is in this mode's facts. RMS norms are one
 compiled call each (kernels/norm.py, named in the facts; its source is in the kernel build); activations are
 stock. Sibling linears called on one input
-(q/k/v, gate/up) run as one GEMM call (`Siblings`): fewer calls at a short query's width, the same bits.
+(q/k/v, gate/up) run as one GEMM call (`Siblings`): fewer calls at a short query's width, the same bits. A
+Gemma 3 decoder layer runs straight (kernels/codes_layers.py: transformers' layer forward operation for operation
+without its module calls, its RoPE compiled; the same bits).
 
 What it promises (tests/test_codes.py): a linear's row never depends on how many rows share the call or on
 the thread count (the codes GEMM is one fixed reduction per element), and whether a weight came as codes never
@@ -75,6 +77,7 @@ class Siblings:
     def __init__(self, members: list[torch.nn.Linear]) -> None:
         self.members = members
         self._local = threading.local()
+        self._many: codes.Many | None = None  # the kernel's arguments for the members' weights, while they last
 
     def scope(self, inner: Callable) -> Callable:
         """The parent's forward, with this group's pending outputs living for the call."""
@@ -96,7 +99,10 @@ class Siblings:
         if hit is not None and hit[0] is input and hit[1] == _version(input):
             return hit[2]
         lead = input.shape[:-1]
-        outs = codes.gemm_many(input.reshape(-1, input.shape[-1]), [(m.weight, codes.codes_for(m.weight)) for m in self.members])
+        weights = [(m.weight, codes.codes_for(m.weight)) for m in self.members]
+        if self._many is None or not self._many.matches(weights):
+            self._many = codes.Many(weights)
+        outs = self._many(input.reshape(-1, input.shape[-1]))
         mine = None
         for m, out in zip(self.members, outs, strict=True):
             if m is member:
@@ -185,8 +191,11 @@ class CodesMode(KernelMode):
         for _, m in linears:
             m.forward = types.MethodType(_linear_forward, m)
         fp32 = sum(m.weight.numel() * 4 for _, m in linears if codes.codes_for(m.weight) is None)
+        from galahad.kernels import codes_layers
+
         return {"linears": len(linears), "coded": coded, "coded_bytes": coded_bytes, "fp32_bytes": fp32,
-                "sibling_groups": _group_siblings(model), "norms": norm.install(model)}
+                "sibling_groups": _group_siblings(model), "norms": norm.install(model),
+                "straight_layers": codes_layers.install(model, self._attn)}
 
     def lm_head(self, hidden, weight, bias=None):
         out = codes.gemm(hidden.contiguous(), weight, codes.codes_for(weight))

@@ -26,13 +26,17 @@ constexpr long SERIAL_NN = 1 << 21;  // multiply-adds below which one thread bea
 
 // Rows x C vectors over k in [k0, k1): the running sums start at zero (`from_out` false) or at what `out` holds
 // from the k before (a stored and reloaded float is the same float: chunking k never changes the order of the sum).
+// `ahead` (the first row block of a chunk, when another chunk follows): each k-step also fetches the tile's row
+// KC further on into L2, so the next chunk's weights are there when its row blocks start (bits never depend on it).
 template <int R, int C>
 inline void block(const float* x, long ldx, const float* w, long ldw, long k0, long k1, float* out, long ldo,
-                  bool from_out) {
+                  bool from_out, bool ahead) {
     __m512 acc[R][C];
     for (int i = 0; i < R; ++i)
         for (int j = 0; j < C; ++j) acc[i][j] = from_out ? _mm512_loadu_ps(out + i * ldo + 16 * j) : _mm512_setzero_ps();
     for (long k = k0; k < k1; ++k) {
+        if (ahead)
+            for (int j = 0; j < C; ++j) _mm_prefetch((const char*)(w + (k + KC) * ldw + 16 * j), _MM_HINT_T1);
         __m512 wv[C];
         for (int j = 0; j < C; ++j) wv[j] = _mm512_loadu_ps(w + k * ldw + 16 * j);
         for (int i = 0; i < R; ++i) {
@@ -52,16 +56,18 @@ inline void rows(const float* x, long ldx, long m, const float* w, long ldw, lon
     for (long k0 = 0; k0 < k_len; k0 += KC) {
         const long k1 = k_len - k0 < KC ? k_len : k0 + KC;
         const bool from_out = k0 || accumulate;
+        bool ahead = k1 + KC <= k_len;  // a whole chunk follows (a shorter last one is left to the hardware)
         long i = 0;
-        for (; i + MR <= m; i += MR) block<MR, C>(x + i * ldx, ldx, w, ldw, k0, k1, out + i * ldo, ldo, from_out);
+        for (; i + MR <= m; i += MR, ahead = false)
+            block<MR, C>(x + i * ldx, ldx, w, ldw, k0, k1, out + i * ldo, ldo, from_out, ahead);
         const float* xr = x + i * ldx;
         float* o = out + i * ldo;
         switch (m - i) {
-            case 5: block<5, C>(xr, ldx, w, ldw, k0, k1, o, ldo, from_out); break;
-            case 4: block<4, C>(xr, ldx, w, ldw, k0, k1, o, ldo, from_out); break;
-            case 3: block<3, C>(xr, ldx, w, ldw, k0, k1, o, ldo, from_out); break;
-            case 2: block<2, C>(xr, ldx, w, ldw, k0, k1, o, ldo, from_out); break;
-            case 1: block<1, C>(xr, ldx, w, ldw, k0, k1, o, ldo, from_out); break;
+            case 5: block<5, C>(xr, ldx, w, ldw, k0, k1, o, ldo, from_out, ahead); break;
+            case 4: block<4, C>(xr, ldx, w, ldw, k0, k1, o, ldo, from_out, ahead); break;
+            case 3: block<3, C>(xr, ldx, w, ldw, k0, k1, o, ldo, from_out, ahead); break;
+            case 2: block<2, C>(xr, ldx, w, ldw, k0, k1, o, ldo, from_out, ahead); break;
+            case 1: block<1, C>(xr, ldx, w, ldw, k0, k1, o, ldo, from_out, ahead); break;
             default: break;
         }
     }

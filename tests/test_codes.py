@@ -189,3 +189,43 @@ def test_default_model_weights_all_get_codes_that_decode_to_them(model_cache):
     fp32 = sum(m.weight.numel() * 4 for m in {id(m.weight): m for m in linears}.values())
     assert coded * 2.5 < fp32, (coded, fp32)
     assert os.path.isfile(model_cache / "gemma3-270m-codes" / "codes.json")
+
+
+def _reduce_add_ps(lanes: np.ndarray) -> np.float32:
+    """GCC's `_mm512_reduce_add_ps` on 16 fp32 lanes, operation for operation (each an IEEE fp32 add): lane i +
+    lane i+8, then i + i+4, then i + i+2, then lane 0 + lane 1 (avx512fintrin.h, __MM512_REDUCE_OP)."""
+    t3 = lanes[8:] + lanes[:8]
+    t6 = t3[4:] + t3[:4]
+    t8 = t6[:2] + t6[2:]
+    return t8[0] + t8[1]
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 6, 7, 17, 68])
+@pytest.mark.parametrize("cols", [1, 3, 4, 9])
+def test_every_sum_is_the_reference_reduction_tree(rows, cols):
+    """With k = 16 each lane holds one product (a multiply-add from +0.0 is the product rounded once), so an
+    output is exactly the horizontal sum of those 16 products: computed here as the intrinsic computes it, over
+    magnitudes 1e-20..1e20 where any other pairing rounds differently. Covers the shared-shuffle sums (row pairs,
+    a lone row, a tile of fewer than 4 columns) on the register path (<= 6 rows) and the buffer path, from fp32
+    weights and from codes."""
+    g = torch.Generator().manual_seed(rows * 31 + cols)
+    x = torch.randn(rows, 16, generator=g) * torch.logspace(-20, 20, 16)[torch.randperm(16, generator=g)]
+    q = torch.randint(-31, 32, (cols, 16), dtype=torch.int8, generator=g)
+    c = Codes(q, torch.rand(cols, 1, generator=g) + 0.5, None, 16)
+    w = decode(c)
+    products = x.numpy()[:, None, :] * w.numpy()[None, :, :]  # fp32 products, each rounded once
+    want = np.array([[_reduce_add_ps(products[i, j]) for j in range(cols)] for i in range(rows)], dtype=np.float32)
+    for got in (gemm(x, w), gemm(x, w, c)):
+        assert same_bits(got, torch.from_numpy(want))
+
+
+def test_a_product_written_into_a_column_slice_has_the_bits_of_its_own_call(coded):
+    c, w, x = coded
+    wide = torch.full((17, 100), float("nan"))
+    gemm(x[:17], w[:30], Codes(c.q[:30], c.scale[:30], c.offset[:30], c.group), out=wide[:, 5:35])
+    assert same_bits(wide[:, 5:35], gemm(x[:17], w[:30]))
+    assert torch.isnan(wide[:, :5]).all() and torch.isnan(wide[:, 35:]).all()  # nothing outside the slice
+    with pytest.raises(TypeError, match="unit column stride"):
+        gemm(x[:17], w[:30], out=torch.empty(30, 17).t())
+    with pytest.raises(TypeError, match="unit column stride"):
+        gemm(x[:17], w[:30], out=torch.empty(17, 31))

@@ -156,3 +156,16 @@ def test_codes_attention_gives_a_query_row_the_bits_it_has_alone():
     batched, _ = codes_attention.codes_attention(None, query.repeat(2, 1, 1, 1), key.repeat(2, 1, 1, 1),
                                                  value.repeat(2, 1, 1, 1), mask.repeat(2, 1, 1, 1), scaling=d**-0.5)
     assert C.same_bits(batched[:1], out) and C.same_bits(batched[1:], out)
+
+
+def test_a_prepared_many_is_reused_only_for_the_very_same_unchanged_weights():
+    g = torch.Generator().manual_seed(3)
+    ws = [torch.randn(n, 64, generator=g) for n in (8, 24)]
+    x = torch.randn(5, 64, generator=g)
+    many = C.Many([(w, None) for w in ws])
+    assert many.matches([(w, None) for w in ws])
+    assert not many.matches([(ws[0].clone(), None), (ws[1], None)])  # another tensor, even with equal values
+    got = many(x)
+    assert all(torch.equal(a, C.gemm(x, w)) for a, w in zip(got, ws, strict=True))
+    ws[1].add_(1.0)  # changed in place: a prepared call must not be reused for it
+    assert not many.matches([(w, None) for w in ws])
