@@ -7,7 +7,7 @@ scalings chosen to differ from the tests' own, plus a trained BPE tokenizer (rea
 `--mode invariant`; unsupported architectures (Mamba: no KV cache; GPT-2: a KV cache but no adapter) must be
 refused in one line that names the architecture.
 
-    python bench/heldout_arch.py [--samples 5] [--only NAME ...] [--json]
+    python bench/heldout_arch.py [--samples 5] [--only NAME ...] [--modes stock,invariant] [--json]
 
 Last line (with --json): {"runs", "passed", "refused_cleanly", "failures": [...]}.
 """
@@ -131,6 +131,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=5)
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--modes", default="stock,invariant", help="kernel modes, comma-separated (default stock,invariant)")
     ap.add_argument("--keep", help="build the folders here and keep them")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -143,7 +144,7 @@ def main() -> None:
         if args.only and name not in args.only:
             continue
         folder = build(root, name, cls, kw, tok)
-        for mode in ("stock", "invariant"):
+        for mode in [m for m in args.modes.split(",") if m]:
             r = exactness(folder, mode, args.samples, env)
             results[f"{name}/{mode}"] = r
             ok = _exact(r)

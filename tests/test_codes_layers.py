@@ -116,3 +116,42 @@ def test_only_the_layer_it_mirrors_is_given_the_straight_forward():
     assert codes_layers.install(model, "galahad_grouped_codes") == 1
     assert "forward" in model[0].__dict__ and "forward" not in model[1].__dict__
     assert codes_layers.install(torch.nn.ModuleList([mg.Gemma3DecoderLayer(config, 0)]), "eager") == 0
+
+
+def test_the_straight_forward_gives_the_module_forwards_bits_on_another_shape():
+    """A Gemma 3 nobody tuned to (bench/heldout_arch.py's "gemma3-window10-2to1"): head size 24, so a RoPE of
+    scalar tails only and the attention's BLAS products; a 10-token window crossed by chunked prefill."""
+    import transformers.models.gemma3.modeling_gemma3 as mg
+    from transformers import Gemma3TextConfig
+
+    from galahad.kernels.modes import get_mode
+
+    mode = get_mode("codes")
+    config = Gemma3TextConfig(vocab_size=300, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
+                              num_attention_heads=2, num_key_value_heads=1, head_dim=24, query_pre_attn_scalar=24,
+                              sliding_window=10, layer_types=["sliding_attention", "sliding_attention", "full_attention"])
+    config._attn_implementation = mode.attn_implementation("eager")
+    torch.manual_seed(7)
+    model = mg.Gemma3ForCausalLM(config).eval()
+    assert mode.prepare(model)["straight_layers"] == 3
+    ids = torch.randint(5, 300, (1, 29), generator=torch.Generator().manual_seed(8))
+
+    def run() -> list[bytes]:
+        cache, out = mode.new_cache(config), []
+        with torch.no_grad(), mode.active():
+            for lo in range(0, 29, 8):  # chunks past the window, then the cache's KV
+                logits = model(input_ids=ids[:, lo:lo + 8], past_key_values=cache, use_cache=True).logits
+                out.append(_bits(logits))
+        return out + [_bits(layer.keys) + _bits(layer.values) for layer in cache.layers]
+
+    layers = model.model.layers
+    straight = [layer.__dict__["forward"] for layer in layers]
+    mine = run()
+    for layer in layers:
+        del layer.forward
+    try:
+        theirs = run()
+    finally:
+        for layer, f in zip(layers, straight, strict=True):
+            layer.forward = f
+    assert mine == theirs
