@@ -200,8 +200,9 @@ def library() -> ctypes.CDLL:
         return lib
 
 
-def _version(t: torch.Tensor) -> int | None:
-    return None if t.is_inference() else t._version  # inference tensors keep no version counter
+def version(t: torch.Tensor) -> int | None:
+    """A tensor's in-place change counter (None for an inference tensor, which keeps none)."""
+    return None if t.is_inference() else t._version
 
 
 def _ptr(t: torch.Tensor | None) -> int | None:
@@ -265,8 +266,13 @@ class Many:
     def __init__(self, weights: list[tuple[torch.Tensor, Codes | None]]) -> None:
         if not 1 <= len(weights) <= MAX_MANY:
             raise ValueError(f"gemm_many takes 1 to {MAX_MANY} weights, got {len(weights)}")
+        self.k = weights[0][0].shape[1]
+        for w, c in weights:
+            if w.shape[1] != self.k:
+                raise ValueError(f"gemm_many's weights share one input width, got {w.shape[1]} and {self.k}")
+            check_shapes(self.k, c)
         self.weights = list(weights)
-        self.versions = [_version(w) for w, _ in weights]  # an fp32 weight changed in place is built again
+        self.versions = [version(w) for w, _ in weights]  # an fp32 weight changed in place is built again
         self.held = [w.contiguous() if c is None else None for w, c in weights]  # alive as long as this is
         count = len(weights)
         self.ns = [w.shape[0] for w, _ in weights]
@@ -282,19 +288,24 @@ class Many:
 
     def matches(self, weights: list[tuple[torch.Tensor, Codes | None]]) -> bool:
         return len(weights) == len(self.weights) and all(
-            w is w0 and c is c0 and _version(w) == v
+            w is w0 and c is c0 and version(w) == v
             for (w, c), (w0, c0), v in zip(weights, self.weights, self.versions, strict=True))
 
     def __call__(self, x: torch.Tensor) -> list[torch.Tensor]:
         m, k = x.shape
-        for _, c in self.weights:
-            check_shapes(k, c)
+        if k != self.k:
+            raise TypeError(f"gemm_many's weights take inputs of width {self.k}, got {k}")
         x = x.contiguous()
         outs = [torch.empty((m, n), dtype=torch.float32) for n in self.ns]
         if m:
             library().codes_gemm_many(_ptr(x), m, k, len(outs), *self.fields, torch.get_num_threads(),
                                       self._ptrs(*map(_ptr, outs)))
         return outs
+
+
+def many_for(held: Many | None, weights: list[tuple[torch.Tensor, Codes | None]]) -> Many:
+    """`held` while it is for these very weights, unchanged (`Many.matches`); else a new `Many` for them."""
+    return held if held is not None and held.matches(weights) else Many(weights)
 
 
 def gemm_many(x: torch.Tensor, weights: list[tuple[torch.Tensor, Codes | None]]) -> list[torch.Tensor]:

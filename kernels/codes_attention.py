@@ -35,6 +35,15 @@ def _per_head(fn, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.stack([torch.stack([fn(a[i, h], b[i, h]) for h in range(hs)]) for i in range(bs)])
 
 
+def _offsets(parts: list[torch.Tensor]):
+    """Each piece with the column its keys start at in the pieces joined, and how many it holds."""
+    at = 0
+    for part in parts:
+        n = part.shape[-2]
+        yield part, at, n
+        at += n
+
+
 def _scores(stacked: torch.Tensor, key: torch.Tensor | Segments) -> torch.Tensor:
     """queries x keys^T per [batch, kv head]; over pieces, each piece's columns written in place side by side
     (a score is one dot product: its bits do not depend on the other keys)."""
@@ -44,11 +53,8 @@ def _scores(stacked: torch.Tensor, key: torch.Tensor | Segments) -> torch.Tensor
     out = torch.empty((b, hs, m, key.shape[-2]), dtype=torch.float32)
     for i in range(b):
         for h in range(hs):
-            at = 0
-            for k in key.parts:
-                n = k.shape[-2]
+            for k, at, n in _offsets(key.parts):
                 codes.gemm(stacked[i, h], k[i, h], out=out[i, h, :, at : at + n])
-                at += n
     return out
 
 
@@ -62,11 +68,8 @@ def _out(weights: torch.Tensor, value: torch.Tensor | Segments) -> torch.Tensor:
     out = torch.zeros((b, hs, weights.shape[2], value.shape[-1]), dtype=torch.float32)
     for i in range(b):
         for h in range(hs):
-            at = 0
-            for v in value.parts:
-                n = v.shape[-2]
+            for v, at, n in _offsets(value.parts):
                 codes.gemm_nn(weights[i, h, :, at : at + n], v[i, h], out=out[i, h])
-                at += n
     return out
 
 

@@ -59,11 +59,8 @@ def _gemma3_forward(layer, mg, attention):
     many: dict[str, codes.Many] = {}
 
     def project(name: str, mods, x: torch.Tensor) -> list[torch.Tensor]:
-        weights = [(m.weight, codes.codes_for(m.weight)) for m in mods]
-        held = many.get(name)
-        if held is None or not held.matches(weights):
-            held = many[name] = codes.Many(weights)
-        return held(x)
+        many[name] = codes.many_for(many.get(name), [(m.weight, codes.codes_for(m.weight)) for m in mods])
+        return many[name](x)
 
     def one(m: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
         return codes.gemm(x, m.weight, codes.codes_for(m.weight))

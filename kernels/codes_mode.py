@@ -62,10 +62,6 @@ def _linear_forward(self, input: torch.Tensor) -> torch.Tensor:
     return _alone(self, input) if siblings is None else siblings.forward(self, input)
 
 
-def _version(t: torch.Tensor) -> int | None:
-    return None if t.is_inference() else t._version  # inference tensors keep no version counter
-
-
 class Siblings:
     """Linears their parent calls in turn on one input, run as one kernel call (`codes.gemm_many`: the same
     bits as separate calls). Inside one call of the parent's forward (`scope`), the first member called
@@ -96,19 +92,17 @@ class Siblings:
         if pending is None:
             return _alone(member, input)
         hit = pending.pop(id(member), None)
-        if hit is not None and hit[0] is input and hit[1] == _version(input):
+        if hit is not None and hit[0] is input and hit[1] == codes.version(input):
             return hit[2]
         lead = input.shape[:-1]
-        weights = [(m.weight, codes.codes_for(m.weight)) for m in self.members]
-        if self._many is None or not self._many.matches(weights):
-            self._many = codes.Many(weights)
+        self._many = codes.many_for(self._many, [(m.weight, codes.codes_for(m.weight)) for m in self.members])
         outs = self._many(input.reshape(-1, input.shape[-1]))
         mine = None
         for m, out in zip(self.members, outs, strict=True):
             if m is member:
                 mine = _finish(m, out, lead)
             else:
-                pending[id(m)] = (input, _version(input), _finish(m, out, lead))
+                pending[id(m)] = (input, codes.version(input), _finish(m, out, lead))
         return mine
 
 

@@ -169,3 +169,8 @@ def test_a_prepared_many_is_reused_only_for_the_very_same_unchanged_weights():
     assert all(torch.equal(a, C.gemm(x, w)) for a, w in zip(got, ws, strict=True))
     ws[1].add_(1.0)  # changed in place: a prepared call must not be reused for it
     assert not many.matches([(w, None) for w in ws])
+    assert C.many_for(many, [(w, None) for w in ws]) is not many
+    with pytest.raises(TypeError, match="width 64"):
+        many(torch.randn(5, 48))
+    with pytest.raises(ValueError, match="one input width"):
+        C.Many([(torch.randn(4, 64), None), (torch.randn(4, 48), None)])
