@@ -100,6 +100,12 @@ def main() -> int:
         "load_before": load_before, "load_after": os.getloadavg(), "cpus": os.cpu_count(),
         "command": "python bench/bench_query.py " + " ".join(sys.argv[1:]),
     }
+    if "codes" in modes:  # which build of the codes kernels ran (AVX-512, or AVX2: GALAHAD_CODES_ISA)
+        from galahad.kernels import codes
+
+        report["codes_isa"] = codes.isa()
+        if os.environ.get(codes.ISA_ENV):
+            report["command"] = f"{codes.ISA_ENV}={os.environ[codes.ISA_ENV]} {report['command']}"
     out = ROOT / "reports" / f"bench-query-{Path(args.model).name}.json"
     out.write_text(json.dumps(report, indent=2))
     for mode, row in rows.items():

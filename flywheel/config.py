@@ -25,7 +25,8 @@ DEFAULT_MODEL = "gemma3-270m"
 MODEL_HELP = f"tiny | {DEFAULT_MODEL} | a local model folder (default {DEFAULT_MODEL})"
 # Kernel modes a job can run (kernels/modes.py): `stock` (PyTorch/transformers as they are) and `codes` (linears
 # and the LM head through the compiled GEMM over a GGUF model's lossless weight codes, grouped attention; needs
-# AVX-512). Artifacts graft only under the mode that made them (the mode is in the runtime fingerprint).
+# AVX-512, or AVX2 with FMA). Artifacts graft only under the mode that made them (the mode is in the runtime
+# fingerprint).
 KERNEL_MODES = ("stock", "codes")
 DEFAULT_DATA = "~/.galahad"
 DATA_ENV = "GALAHAD_HOME"

@@ -37,10 +37,20 @@ from galahad.kernels.per_weight import PerWeight
 
 # The mode's compiled kernels, built into one library: the GEMM, the RMS norm (kernels/norm.py), the
 # attention's weights-by-values product (kernels/codes_attention.py) and the rotary embedding
-# (kernels/codes_layers.py).
-SOURCES = tuple(Path(__file__).with_name(f) for f in ("codes_gemm.cpp", "rms_norm.cpp", "gemm_nn.cpp", "rope_apply.cpp"))
+# (kernels/codes_layers.py). Two builds of the same entry points: AVX-512 (this folder), and AVX2 with FMA
+# (kernels/avx2/) for a CPU without AVX-512, whose every output is the AVX-512 build's reduction, operation for
+# operation (the same bytes on one CPU: tests/test_codes_avx2.py). A CPU takes the widest it has;
+# `GALAHAD_CODES_ISA=avx2` takes the AVX2 build on an AVX-512 CPU too (its build id, so its runtime, differs).
+_NAMES = ("codes_gemm.cpp", "rms_norm.cpp", "gemm_nn.cpp", "rope_apply.cpp")
+SOURCES = tuple(Path(__file__).with_name(f) for f in _NAMES)
+AVX2_SOURCES = tuple(Path(__file__).parent / "avx2" / f for f in _NAMES)
 CXX = os.environ.get("CXX", "g++")
 CFLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fopenmp", "-fPIC", "-shared", "-std=c++17")
+ISA_ENV = "GALAHAD_CODES_ISA"
+ISAS = ("avx512", "avx2")
+BUILDS = {"avx512": (SOURCES, CFLAGS), "avx2": (AVX2_SOURCES, (*CFLAGS, "-mno-avx512f"))}
+HEADERS = {"avx512": (), "avx2": (Path(__file__).parent / "avx2" / "reduce16.h",)}  # in the build id too
+REFUSAL = "the codes kernel mode needs AVX-512 (avx512f, avx512bw) or AVX2 with FMA; this CPU has neither"
 LANES = 16  # the kernel's reduction width: K and every group must be a multiple
 
 
@@ -133,29 +143,59 @@ def gguf_codes(raw: np.ndarray, qtype, n: int, k: int) -> Codes | None:
 # --- the kernel ----------------------------------------------------------------------------------------------
 
 _lib_lock = threading.Lock()
-_lib: ctypes.CDLL | None = None
+_lib: ctypes.CDLL | None = None  # the library of `isa()`, once loaded
+_loaded: dict[str, ctypes.CDLL] = {}
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        return set(Path("/proc/cpuinfo").read_text(errors="replace").split("flags", 1)[1].split("\n", 1)[0].split())
+    except (OSError, IndexError):
+        return set()
+
+
+def cpu_isas() -> tuple[str, ...]:
+    """The builds this CPU runs, widest first."""
+    flags = _cpu_flags()
+    return tuple(isa for isa, needs in (("avx512", {"avx512f", "avx512bw"}), ("avx2", {"avx2", "fma"}))
+                 if needs <= flags)
 
 
 def cpu_supported() -> bool:
-    try:
-        flags = Path("/proc/cpuinfo").read_text(errors="replace").split("flags", 1)[1].split("\n", 1)[0].split()
-    except (OSError, IndexError):
-        return False
-    return "avx512f" in flags and "avx512bw" in flags
+    return bool(cpu_isas())
 
 
-@functools.lru_cache(maxsize=1)
-def build_id() -> str:
-    """What the compiled kernel's bits depend on besides the CPU: its source, the compiler, the flags (read once
-    per process: the source and the compiler do not change under a running engine)."""
+def isa() -> str:
+    """The build this process runs: `GALAHAD_CODES_ISA` (avx512 | avx2) when set, else the CPU's widest.
+    Refused in one line (RuntimeError) where the CPU cannot run it or the name is not one."""
+    have = cpu_isas()
+    asked = os.environ.get(ISA_ENV, "").strip().lower()
+    if asked and asked not in ISAS:
+        raise RuntimeError(f"{ISA_ENV}={asked!r} is not a codes kernel build (known: {', '.join(ISAS)})")
+    if not have:
+        raise RuntimeError(REFUSAL)
+    if asked and asked not in have:
+        raise RuntimeError(f"{ISA_ENV}={asked}: this CPU cannot run that build (it runs: {', '.join(have)})")
+    return asked or have[0]
+
+
+def build_id(target: str | None = None) -> str:
+    """What the compiled kernel's bits depend on besides the CPU: its sources, the compiler, the flags (of
+    `target`, default `isa()`)."""
+    return _build_id(target or isa())
+
+
+@functools.cache
+def _build_id(target: str) -> str:  # read once per process: the sources and the compiler do not change under it
+    sources, cflags = BUILDS[target]
     try:
         version = subprocess.run([CXX, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
     except (OSError, IndexError, subprocess.SubprocessError) as exc:
         raise RuntimeError(f"the codes kernel mode needs a C++ compiler ({CXX}): {exc}") from None
     h = hashlib.sha256()
-    for src in SOURCES:
+    for src in (*sources, *HEADERS[target]):
         h.update(src.name.encode() + b"\0" + src.read_bytes())
-    h.update("\0".join((version, *CFLAGS)).encode())
+    h.update("\0".join((version, *cflags)).encode())
     return h.hexdigest()[:16]
 
 
@@ -164,40 +204,56 @@ def kernel_cache() -> Path:
 
 
 def library() -> ctypes.CDLL:
-    """The compiled kernel, built once per (source, compiler, flags) into the kernel cache (written to a temp
-    file and renamed, so a killed build leaves nothing half-written). Loaded after torch, whose OpenMP
-    runtime (libgomp.so.1) the library then shares instead of starting a second thread pool."""
+    """The compiled kernel of `isa()`, built once per (sources, compiler, flags) into the kernel cache."""
     global _lib
     with _lib_lock:
-        if _lib is not None:
-            return _lib
-        if not cpu_supported():
-            raise RuntimeError("the codes kernel mode needs AVX-512 (avx512f, avx512bw); this CPU has not")
-        so = kernel_cache() / f"codes-{build_id()}.so"
-        if not so.is_file():
-            so.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".codes-", suffix=".so", dir=so.parent)
-            os.close(fd)
-            try:
-                done = subprocess.run([CXX, *CFLAGS, *map(str, SOURCES), "-o", tmp], capture_output=True, text=True,
-                                      timeout=300)
-                if done.returncode != 0:
-                    last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-                    raise RuntimeError(f"building the codes kernel failed ({CXX}): {last}")
-                os.replace(tmp, so)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-        lib = ctypes.CDLL(str(so))
-        p, i = ctypes.c_void_p, ctypes.c_long
-        lib.codes_gemm.argtypes = [p, i, i, i, p, p, p, p, i, i, p, i]
-        lib.codes_gemm_many.argtypes = [p, i, i, i, p, p, p, p, p, p, i, p]
-        lib.codes_decode.argtypes = [i, i, p, p, p, i, p]
-        lib.rms_norm.argtypes = [p, i, i, p, ctypes.c_float, i, p]
-        lib.gemm_nn.argtypes = [p, i, i, i, p, i, i, i, i, p]
-        lib.rope_apply.argtypes = [p, i, i, i, i, p, p, p]
-        _lib = lib
-        return lib
+        if _lib is None:
+            _lib = _load(isa())
+        return _lib
+
+
+def load(target: str) -> ctypes.CDLL:
+    """The compiled kernel of one build (`ISAS`), whichever this process runs (a test runs both side by side)."""
+    if target not in ISAS:
+        raise ValueError(f"unknown codes kernel build {target!r} (known: {', '.join(ISAS)})")
+    if target not in cpu_isas():
+        raise RuntimeError(f"this CPU cannot run the {target} codes kernel build")
+    with _lib_lock:
+        return _load(target)
+
+
+def _load(target: str) -> ctypes.CDLL:
+    """Built (written to a temp file and renamed, so a killed build leaves nothing half-written) and loaded
+    after torch, whose OpenMP runtime (libgomp.so.1) the library then shares instead of starting a second pool."""
+    if target in _loaded:
+        return _loaded[target]
+    sources, cflags = BUILDS[target]
+    suffix = "" if target == "avx512" else f"-{target}"
+    so = kernel_cache() / f"codes-{build_id(target)}{suffix}.so"
+    if not so.is_file():
+        so.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".codes-", suffix=".so", dir=so.parent)
+        os.close(fd)
+        try:
+            done = subprocess.run([CXX, *cflags, *map(str, sources), "-o", tmp], capture_output=True, text=True,
+                                  timeout=300)
+            if done.returncode != 0:
+                last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+                raise RuntimeError(f"building the codes kernel failed ({CXX}): {last}")
+            os.replace(tmp, so)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    lib = ctypes.CDLL(str(so))
+    p, i = ctypes.c_void_p, ctypes.c_long
+    lib.codes_gemm.argtypes = [p, i, i, i, p, p, p, p, i, i, p, i]
+    lib.codes_gemm_many.argtypes = [p, i, i, i, p, p, p, p, p, p, i, p]
+    lib.codes_decode.argtypes = [i, i, p, p, p, i, p]
+    lib.rms_norm.argtypes = [p, i, i, p, ctypes.c_float, i, p]
+    lib.gemm_nn.argtypes = [p, i, i, i, p, i, i, i, i, p]
+    lib.rope_apply.argtypes = [p, i, i, i, i, p, p, p]
+    _loaded[target] = lib
+    return lib
 
 
 def version(t: torch.Tensor) -> int | None:

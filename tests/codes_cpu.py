@@ -1,4 +1,5 @@
-"""What the codes kernel mode's tests do on a CPU the kernel cannot run on (no AVX-512): check the refusal a
+"""What the codes kernel mode's tests do on a CPU the kernel cannot run on (neither AVX-512 nor AVX2 with FMA):
+check the refusal a
 user gets there, then report the test xfailed. They must not skip: under CI=true every skip but an opt-in one
 fails (conftest), and the refusal is the codes mode's whole behaviour on such a CPU, so it is what they test.
 
@@ -11,7 +12,7 @@ import pytest
 
 from galahad.kernels import codes
 
-REFUSAL = "the codes kernel mode needs AVX-512 (avx512f, avx512bw); this CPU has not"
+REFUSAL = "the codes kernel mode needs AVX-512 (avx512f, avx512bw) or AVX2 with FMA; this CPU has neither"
 
 
 def assert_refused() -> None:

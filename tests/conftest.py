@@ -59,8 +59,9 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(autouse=True)
 def _codes_kernel_cpu(request) -> None:
-    """A `codes_kernel` test on a CPU without the codes kernel's AVX-512 checks the one-line refusal instead and
-    ends xfailed (`tests/codes_cpu.py`): it neither skips (a failure under CI=true) nor fails."""
+    """A `codes_kernel` test on a CPU the codes kernel cannot run on (neither AVX-512 nor AVX2 with FMA) checks
+    the one-line refusal instead and ends xfailed (`tests/codes_cpu.py`): it neither skips (a failure under
+    CI=true) nor fails."""
     if request.node.get_closest_marker("codes_kernel") is not None:
         from codes_cpu import kernel_or_refusal
 

@@ -13,7 +13,7 @@ from galahad.flywheel.errors import GalahadError
 from galahad.kernels import codes as C
 from galahad.kernels.codes import Codes, decode, gemm, same_bits
 
-pytestmark = pytest.mark.codes_kernel  # no AVX-512: the refusal is checked instead (tests/codes_cpu.py)
+pytestmark = pytest.mark.codes_kernel  # no AVX-512 nor AVX2: the refusal is checked instead (tests/codes_cpu.py)
 
 
 def _blocks(qtype: str, n_blocks: int, seed: int) -> np.ndarray:

@@ -10,7 +10,7 @@ from galahad.kernels import codes as C
 from galahad.kernels import norm
 from galahad.kernels.codes_mode import SIBLINGS, Siblings, _group_siblings, _linear_forward
 
-pytestmark = pytest.mark.codes_kernel  # no AVX-512: the refusal is checked instead (tests/codes_cpu.py)
+pytestmark = pytest.mark.codes_kernel  # no AVX-512 nor AVX2: the refusal is checked instead (tests/codes_cpu.py)
 
 
 def _codes(n: int, k: int, group: int, offsets: bool, g: torch.Generator) -> C.Codes:

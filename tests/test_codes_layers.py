@@ -10,7 +10,7 @@ import torch
 
 from galahad.kernels import codes_layers
 
-pytestmark = pytest.mark.codes_kernel  # no AVX-512: the refusal is checked instead (tests/codes_cpu.py)
+pytestmark = pytest.mark.codes_kernel  # no AVX-512 nor AVX2: the refusal is checked instead (tests/codes_cpu.py)
 
 
 def _eager_rope(q, k, cos, sin):

@@ -138,7 +138,7 @@ def test_exactness_on_the_default_model(tmp_path, model_cache, capsys, mode):
     if mode == "codes":
         from codes_cpu import kernel_or_refusal
 
-        kernel_or_refusal()  # no AVX-512: the refusal is checked instead
+        kernel_or_refusal()  # no AVX-512 nor AVX2: the refusal is checked instead
     os.environ["GALAHAD_MODEL_CACHE"] = str(model_cache)
     code = main(["--data", str(tmp_path), "exactness", "--model", "gemma3-270m", "--samples", "10", "--json",
                  "--mode", mode])

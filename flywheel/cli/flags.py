@@ -62,8 +62,8 @@ def add_model_flag(p: argparse.ArgumentParser, what: str = "") -> None:
     p.add_argument("--model", default=DEFAULTS.model, help=f"{what}{MODEL_HELP}")
     p.add_argument("--kernel-mode", choices=KERNEL_MODES, default=DEFAULTS.kernel_mode,
                    help="kernels the engine runs: stock, or codes (the linears over a GGUF model's lossless "
-                        "int8 weight codes, grouped attention; AVX-512); artifacts graft only under the mode "
-                        f"that made them (default {DEFAULTS.kernel_mode})")
+                        "int8 weight codes, grouped attention; AVX-512 or AVX2); artifacts graft only under the "
+                        f"mode that made them (default {DEFAULTS.kernel_mode})")
 
 
 def add_prompt_budget_flag(p: argparse.ArgumentParser) -> None:
