@@ -48,8 +48,9 @@ CXX = os.environ.get("CXX", "g++")
 CFLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fopenmp", "-fPIC", "-shared", "-std=c++17")
 ISA_ENV = "GALAHAD_CODES_ISA"
 ISAS = ("avx512", "avx2")
-BUILDS = {"avx512": (SOURCES, CFLAGS), "avx2": (AVX2_SOURCES, (*CFLAGS, "-mno-avx512f"))}
-HEADERS = {"avx512": (), "avx2": (Path(__file__).parent / "avx2" / "reduce16.h",)}  # in the build id too
+# Each build: the sources it compiles, the headers they include (in its build id too), its flags.
+BUILDS = {"avx512": (SOURCES, (), CFLAGS),
+          "avx2": (AVX2_SOURCES, (Path(__file__).parent / "avx2" / "reduce16.h",), (*CFLAGS, "-mno-avx512f"))}
 REFUSAL = "the codes kernel mode needs AVX-512 (avx512f, avx512bw) or AVX2 with FMA; this CPU has neither"
 LANES = 16  # the kernel's reduction width: K and every group must be a multiple
 
@@ -187,13 +188,13 @@ def build_id(target: str | None = None) -> str:
 
 @functools.cache
 def _build_id(target: str) -> str:  # read once per process: the sources and the compiler do not change under it
-    sources, cflags = BUILDS[target]
+    sources, headers, cflags = BUILDS[target]
     try:
         version = subprocess.run([CXX, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
     except (OSError, IndexError, subprocess.SubprocessError) as exc:
         raise RuntimeError(f"the codes kernel mode needs a C++ compiler ({CXX}): {exc}") from None
     h = hashlib.sha256()
-    for src in (*sources, *HEADERS[target]):
+    for src in (*sources, *headers):
         h.update(src.name.encode() + b"\0" + src.read_bytes())
     h.update("\0".join((version, *cflags)).encode())
     return h.hexdigest()[:16]
@@ -227,7 +228,7 @@ def _load(target: str) -> ctypes.CDLL:
     after torch, whose OpenMP runtime (libgomp.so.1) the library then shares instead of starting a second pool."""
     if target in _loaded:
         return _loaded[target]
-    sources, cflags = BUILDS[target]
+    sources, _, cflags = BUILDS[target]
     suffix = "" if target == "avx512" else f"-{target}"
     so = kernel_cache() / f"codes-{build_id(target)}{suffix}.so"
     if not so.is_file():

@@ -1,7 +1,7 @@
 """What the codes kernel mode's tests do on a CPU the kernel cannot run on (neither AVX-512 nor AVX2 with FMA):
-check the refusal a
-user gets there, then report the test xfailed. They must not skip: under CI=true every skip but an opt-in one
-fails (conftest), and the refusal is the codes mode's whole behaviour on such a CPU, so it is what they test.
+check the refusal a user gets there, then report the test xfailed. They must not skip: under CI=true every skip
+but an opt-in one fails (conftest), and the refusal is the codes mode's whole behaviour on such a CPU, so it is
+what they test.
 
 `codes_kernel` (a marker, `pytestmark` in a module) routes a test through `kernel_or_refusal` before it runs.
 """

@@ -208,6 +208,14 @@ def test_every_sum_is_the_reference_reduction_tree(rows, cols):
     magnitudes 1e-20..1e20 where any other pairing rounds differently. Covers the shared-shuffle sums (row pairs,
     a lone row, a tile of fewer than 4 columns) on the register path (<= 6 rows) and the buffer path, from fp32
     weights and from codes."""
+    x, w, c, want = reduction_tree_case(rows, cols)
+    for got in (gemm(x, w), gemm(x, w, c)):
+        assert same_bits(got, want)
+
+
+def reduction_tree_case(rows: int, cols: int):
+    """(x [rows, 16], w, its codes, want): k = 16 products over magnitudes 1e-20..1e20 and the exact horizontal
+    sums of `_reduce_add_ps` over them (also tests/test_codes_avx2.py's, for the AVX2 build)."""
     g = torch.Generator().manual_seed(rows * 31 + cols)
     x = torch.randn(rows, 16, generator=g) * torch.logspace(-20, 20, 16)[torch.randperm(16, generator=g)]
     q = torch.randint(-31, 32, (cols, 16), dtype=torch.int8, generator=g)
@@ -215,8 +223,7 @@ def test_every_sum_is_the_reference_reduction_tree(rows, cols):
     w = decode(c)
     products = x.numpy()[:, None, :] * w.numpy()[None, :, :]  # fp32 products, each rounded once
     want = np.array([[_reduce_add_ps(products[i, j]) for j in range(cols)] for i in range(rows)], dtype=np.float32)
-    for got in (gemm(x, w), gemm(x, w, c)):
-        assert same_bits(got, torch.from_numpy(want))
+    return x, w, c, torch.from_numpy(want)
 
 
 def test_a_product_written_into_a_column_slice_has_the_bits_of_its_own_call(coded):

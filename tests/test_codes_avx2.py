@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import os
 
-import numpy as np
 import pytest
 import torch
 
@@ -156,19 +155,12 @@ def test_the_kernel_decode_has_the_avx512_builds_bits(both):
 def test_the_avx2_builds_sums_are_the_reference_reduction_tree(monkeypatch):
     """On every CPU that runs the AVX2 build: each output is _mm512_reduce_add_ps's tree over 16 products
     (tests/test_codes.py's replay), register path (1-3 rows) and buffer path, fp32 and codes."""
-    from test_codes import _reduce_add_ps
+    from test_codes import reduction_tree_case
 
     _needs_avx2()
     monkeypatch.setattr(codes, "_lib", codes.load("avx2"))
     for rows, cols in ((1, 4), (2, 3), (3, 2), (4, 1), (7, 5), (17, 4)):
-        g = torch.Generator().manual_seed(rows * 31 + cols)
-        x = torch.randn(rows, 16, generator=g) * torch.logspace(-20, 20, 16)[torch.randperm(16, generator=g)]
-        c = Codes(torch.randint(-31, 32, (cols, 16), dtype=torch.int8, generator=g),
-                  torch.rand(cols, 1, generator=g) + 0.5, None, 16)
-        w = decode(c)
-        products = x.numpy()[:, None, :] * w.numpy()[None, :, :]
-        want = torch.from_numpy(np.array([[_reduce_add_ps(products[i, j]) for j in range(cols)]
-                                          for i in range(rows)], dtype=np.float32))
+        x, w, c, want = reduction_tree_case(rows, cols)
         for got in (codes.gemm(x, w), codes.gemm(x, w, c)):
             assert same_bits(got, want), (rows, cols)
 
