@@ -27,8 +27,8 @@ The issue's target is `query_s <= 2 * query_tokens * prefill_per_token_s`; a pre
 (query_tokens * prefill_per_token_s) is printed beside the target's ratio, and so is the stricter ratio against
 the fastest prefill any mode ran in this run (`query_rate_ratio_vs_fastest_prefill`: a mode cannot meet the
 target by prefilling slower). The last line with --json is one JSON object (per mode under "modes"; the first
-mode's figures also at top level); a report goes to reports/bench-query-<model>-<vendor>-<family>-<model>-<stepping>.json
-(`-avx2` appended under that codes build), one per processor.
+mode's figures also at top level); a report goes to reports/bench-query-<model>-<cpu key>.json (`-avx2` appended
+under that codes build), one per processor identity (`workers/runtime.py: cpu_key`, as the exactness records).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-from galahad.workers.runtime import DEFAULT_RUNTIME, cpu_identity, deterministic, pin_process_env
+from galahad.workers.runtime import DEFAULT_RUNTIME, cpu_identity, cpu_key, deterministic, pin_process_env
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "Question: Add 27, 45 and 8.\nAnswer:"  # 17 tokens with Gemma's tokenizer (bench_graft.py's query)
@@ -86,6 +86,8 @@ def main() -> int:
             sys.exit(f"bench_query: error: kernel mode {mode!r}: {str(exc).splitlines()[0]}")
     first = engines[modes[0]]
     n = args.prefix
+    if args.rounds < 1:
+        sys.exit("bench_query: error: --rounds must be at least 1")
     if n < 2 or n + 32 > first.loaded.context_window:
         sys.exit(f"bench_query: error: --prefix must be in 2..{first.loaded.context_window - 32}")
     gen = torch.Generator().manual_seed(0)
@@ -113,9 +115,8 @@ def main() -> int:
         if os.environ.get(codes.ISA_ENV):
             report["command"] = f"{codes.ISA_ENV}={os.environ[codes.ISA_ENV]} {report['command']}"
     # one report per processor (and codes build): the ratio holds per CPU, as the exactness records do
-    cpu = cpu_identity()
-    report["cpu"] = cpu
-    name = "-".join(str(cpu.get(k) or "x") for k in ("vendor_id", "cpu_family", "model", "stepping"))
+    report["cpu"] = cpu_identity()
+    name = cpu_key(report["cpu"])
     if report.get("codes_isa", "avx512") != "avx512":
         name += f"-{report['codes_isa']}"
     out = ROOT / "reports" / f"bench-query-{Path(args.model).name}-{name}.json"
@@ -175,18 +176,6 @@ def measure(engine, prefix: list[int], q: list[int], reps: int, rounds: int, gen
     from transformers import DynamicCache
 
     n = len(prefix)
-    long_cache = None
-
-    def prefill() -> float:
-        nonlocal long_cache
-        cache = engine.new_cache()
-        t = time.perf_counter()
-        engine.prefill(cache, prefix, 0, last_only=True)
-        took = time.perf_counter() - t
-        if long_cache is None:  # the first round's cache is the one every query grafts
-            long_cache = cache
-        return took
-
     def query_median(cache, start, new_cache=engine.new_cache) -> float:
         # each forward over its own copy, made before the clock starts as a graft makes it (workers/graft.py
         # `restore`: the mode's empty cache, its layers handed the KV tensors)
@@ -195,9 +184,13 @@ def measure(engine, prefix: list[int], q: list[int], reps: int, rounds: int, gen
 
     # The target compares two measurements, so they are taken in rounds, each a whole prefill then `reps` queries:
     # a machine whose speed drifts (a shared VM's neighbours) moves both alike, and each round's own ratio is kept.
-    prefill_rounds, query_rounds = [], []
+    prefill_rounds, query_rounds, long_cache = [], [], None
     for _ in range(rounds):
-        prefill_rounds.append(prefill())
+        cache = engine.new_cache()
+        t = time.perf_counter()
+        engine.prefill(cache, prefix, 0, last_only=True)
+        prefill_rounds.append(time.perf_counter() - t)
+        long_cache = cache if long_cache is None else long_cache  # every query grafts the first round's cache
         query_rounds.append(query_median(long_cache, n))
     prefill_s, query_s = statistics.median(prefill_rounds), statistics.median(query_rounds)
     short_cache = engine.new_cache()
