@@ -5,7 +5,8 @@ so any prefix of a chain grafts exactly. This module owns the one parent walk (`
 `MAX_CHAIN_ARTIFACTS` links, and a walk that comes back to an artifact it already passed (a cycle, which
 content addressing makes impossible for honest bytes) is refused with a clear error, never looped on.
 Over it: `load_chain` (the artifacts, to graft: `workers/kv_chain.py`), `chain_headers` (headers only: the
-token ids a recompute prefills) and the catalog's `lineage` (the same bound, over rows).
+token ids a recompute prefills), the catalog's `lineage` (the same bound, over rows), a bundle's ancestors
+and parents-first order (`catalog/bundle.py`) and the context eval's graftable verdicts (`evals/context.py`).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ def walk(tail_id: str, read: Callable[[str], T | None], parent_of: Callable[[T],
          max_len: int = MAX_CHAIN_ARTIFACTS) -> list[T]:
     """What `read` gives for each link from the root to `tail_id` (root first), following `parent_of`.
 
-    `read` returning None ends the walk at that link (a reader that lacks it: the catalog's lineage);
-    a reader that must have every link raises instead. A link seen twice (a cycle) or more than `max_len`
+    `read` returning None ends the walk at that link (a reader that lacks it: the catalog's lineage; or one
+    that already passed it: a memoized walk over many tails); a reader that must have every link raises
+    instead. A link seen twice (a cycle) or more than `max_len`
     links are refused."""
     out: list[T] = []
     seen: set[str] = set()

@@ -37,6 +37,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, String, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from galahad.flywheel.artifacts.chain import walk
 from galahad.flywheel.artifacts.format import MAX_HEADER, read_meta, verify_tensors
 from galahad.flywheel.artifacts.store import MAX_BLOB_BYTES, BlobStore, sha256_hex, shareable
 from galahad.flywheel.catalog import PUT_THREADS, Catalog, store_location
@@ -143,14 +144,17 @@ def _select_rows(catalog: Catalog, library: str | None) -> dict[str, list[dict[s
             if not entries:
                 raise GalahadError(f"unknown or empty library {library!r}")
             by_id = {a["id"]: a for a in rows("artifacts", T["artifacts"].c.id.in_({e["artifact_id"] for e in entries}))}
-            todo = [a["parent_id"] for a in by_id.values() if a["parent_id"]]
-            while todo:  # ancestors: a chain is only usable with its prefix
-                pid = todo.pop()
-                if pid not in by_id:
-                    (p,) = rows("artifacts", T["artifacts"].c.id == pid)
-                    by_id[pid] = p
-                    if p["parent_id"]:
-                        todo.append(p["parent_id"])
+
+            def ancestor(pid: str) -> dict[str, Any] | None:  # a row not yet selected, or None: the walk stops
+                if pid in by_id:
+                    return None
+                (p,) = rows("artifacts", T["artifacts"].c.id == pid)
+                by_id[pid] = p
+                return p
+
+            for a in reversed(list(by_id.values())):  # ancestors: a chain is only usable with its prefix
+                if a["parent_id"]:
+                    walk(a["parent_id"], ancestor, lambda p: p["parent_id"])
             arts = list(by_id.values())
         vers = rows("verifications", T["verifications"].c.id.in_({a["verification_id"] for a in arts} - {None}))
         atts = rows("attempts", T["attempts"].c.id.in_({v["attempt_id"] for v in vers}))
@@ -421,12 +425,12 @@ def _rederive(path: Path, store: BlobStore, tables: dict[str, list[dict[str, Any
 
 def _parents_first(arts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_id, done, out = {a["id"]: a for a in arts}, set(), []
+
+    def unplaced(aid: str) -> dict[str, Any] | None:  # None (the walk stops): placed already, or not in the bundle
+        return None if aid in done else by_id.get(aid)
+
     for a in sorted(arts, key=lambda a: (a["token_start"], a["id"])):
-        stack = []
-        while a is not None and a["id"] not in done:
-            stack.append(a)
-            a = by_id.get(a["parent_id"])
-        for x in reversed(stack):
+        for x in walk(a["id"], unplaced, lambda x: x["parent_id"]):  # root first
             done.add(x["id"])
             out.append(x)
     return out

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from galahad.flywheel.artifacts.chain import load_chain
+from galahad.flywheel.artifacts.chain import load_chain, walk
 from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.evals.evidence import write_manifest
@@ -99,16 +99,17 @@ def _graftable(catalog: Catalog, store: BlobStore, engine: Engine) -> tuple[dict
               and store.has(r["id"]) and store.size(r["id"]) == r["size"])
         rows[r["id"]] = (r["parent_id"], r["n_tokens"], ok)
     graftable: dict[str, bool] = {}
-    for aid in rows:  # iterative, memoized walk towards the root: chains may be long
-        path, cur = [], aid
-        while cur is not None and cur not in graftable:
-            if cur not in rows:  # a parent with no row: the chain is broken
-                graftable[cur] = False
-                break
-            path.append(cur)
-            cur = rows[cur][0]
-        verdict = True if cur is None else graftable[cur]
-        for a in reversed(path):
+
+    def unjudged(cur: str) -> str | None:  # None (the walk stops): judged already, or a parent with no row
+        return None if cur in graftable or cur not in rows else cur
+
+    for aid in rows:  # the one parent walk, memoized: each walk stops where an earlier one judged
+        path = walk(aid, unjudged, lambda a: rows[a][0])  # root first
+        if not path:
+            continue
+        stop = rows[path[0]][0]  # where the walk stopped: the root's (None), judged, or missing (broken)
+        verdict = True if stop is None else graftable.setdefault(stop, False)
+        for a in path:
             verdict = verdict and rows[a][2]
             graftable[a] = verdict
     summary = {
