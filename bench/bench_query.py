@@ -11,8 +11,6 @@ Measured side by side, for each kernel mode in `--modes` (one engine each, same 
   both taken in `--rounds` rounds (a prefill, then `--reps` queries), each the median over its rounds, and each
   round's own pair and ratio kept (`rounds`): on a machine whose speed drifts between minutes (a shared VM), a
   prefill timed once minutes before the queries can move the ratio by a third;
-- `query_dynamic_cache_s`: the same query over transformers' `DynamicCache` (which appends by copying the whole
-  cache), alternated with the mode's own cache (`query_own_cache_alternated_s`; `cache`: its layer class);
 - `query_at_1_s`: the same query over a 1-token cache: `query_s - query_at_1_s` is what the long cache costs
   (attention over it and its cache updates);
 - `head_s`: the LM head on one row alone (`Engine.head`: the vocab x hidden product and soft-cap);
@@ -108,17 +106,9 @@ def main() -> int:
         "load_before": load_before, "load_after": os.getloadavg(), "cpus": os.cpu_count(),
         "command": "python bench/bench_query.py " + " ".join(sys.argv[1:]),
     }
-    if "codes" in modes:  # which build of the codes kernels ran (AVX-512, or AVX2: GALAHAD_CODES_ISA)
-        from galahad.kernels import codes
-
-        report["codes_isa"] = codes.isa()
-        if os.environ.get(codes.ISA_ENV):
-            report["command"] = f"{codes.ISA_ENV}={os.environ[codes.ISA_ENV]} {report['command']}"
     # one report per processor (and codes build): the ratio holds per CPU, as the exactness records do
     report["cpu"] = cpu_identity()
     name = cpu_key(report["cpu"])
-    if report.get("codes_isa", "avx512") != "avx512":
-        name += f"-{report['codes_isa']}"
     out = ROOT / "reports" / f"bench-query-{Path(args.model).name}-{name}.json"
     out.write_text(json.dumps(report, indent=2))
     for mode, row in rows.items():
@@ -126,8 +116,7 @@ def main() -> int:
         print(f"[{mode}] prefill {n} tokens: {rate * 1e3:.2f} ms/token; query ({len(q)} tokens) {row['query_s'] * 1e3:.1f} ms "
               f"= {row['query_rate_ratio']:.2f}x its tokens at the prefill rate (target 2x: {row['target_s'] * 1e3:.1f} ms; "
               f"{row['query_rate_ratio_vs_fastest_prefill']:.2f}x at this run's fastest prefill rate); over a 1-token "
-              f"cache {row['query_at_1_s'] * 1e3:.1f} ms; over transformers' DynamicCache {row['query_dynamic_cache_s'] * 1e3:.1f} ms "
-              f"against {row['query_own_cache_alternated_s'] * 1e3:.1f} ms alternated; LM head alone {row['head_s'] * 1e3:.1f} ms; without it "
+              f"cache {row['query_at_1_s'] * 1e3:.1f} ms; LM head alone {row['head_s'] * 1e3:.1f} ms; without it "
               f"{row['layers_rate_ratio']:.2f}x; weights read once {row['weights_s'] * 1e3:.1f} ms "
               f"({row['weights_read_mb']:.0f} MB); rounds' own ratios "
               f"{', '.join(format(r['query_rate_ratio'], '.2f') + 'x' for r in row['rounds'])}; load {load_before[0]:.2f}",
@@ -173,13 +162,12 @@ def measure(engine, prefix: list[int], q: list[int], reps: int, rounds: int, gen
     """One kernel mode's figures (see the module docstring)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
-    from transformers import DynamicCache
 
     n = len(prefix)
-    def query_median(cache, start, new_cache=engine.new_cache) -> float:
+    def query_median(cache, start) -> float:
         # each forward over its own copy, made before the clock starts as a graft makes it (workers/graft.py
         # `restore`: the mode's empty cache, its layers handed the KV tensors)
-        copies = [grafted(cache, new_cache()) for _ in range(reps)]
+        copies = [grafted(cache, engine.new_cache()) for _ in range(reps)]
         return median_s(lambda: engine.prefill(copies.pop(), q, start, last_only=True), reps)
 
     # The target compares two measurements, so they are taken in rounds, each a whole prefill then `reps` queries:
@@ -196,13 +184,6 @@ def measure(engine, prefix: list[int], q: list[int], reps: int, rounds: int, gen
     short_cache = engine.new_cache()
     engine.prefill(short_cache, prefix[:1], 0, last_only=True)
     query_at_1_s = query_median(short_cache, 1)
-    # the same query over transformers' DynamicCache (which copies the whole cache to append), alternated with
-    # the mode's own cache in one run: what the mode's cache saves (the same bits: tests/test_segments.py)
-    dyn, own = [], []
-    for _ in range(reps):
-        dyn.append(query_median(long_cache, n, lambda: DynamicCache(config=engine.model.config)))
-        own.append(query_median(long_cache, n))
-    query_dynamic_cache_s = statistics.median(dyn)
     hidden = torch.randn(1, engine.model.config.hidden_size)
 
     def head():
@@ -241,8 +222,7 @@ def measure(engine, prefix: list[int], q: list[int], reps: int, rounds: int, gen
     return {
         "kernel_mode": engine.runtime.kernel_mode, "runtime_fingerprint": engine.runtime_fingerprint,
         "prefill_s": prefill_s, "prefill_per_token_s": rate, "query_s": query_s, "query_at_1_s": query_at_1_s,
-        "long_cache_s": query_s - query_at_1_s, "query_dynamic_cache_s": query_dynamic_cache_s,
-        "query_own_cache_alternated_s": statistics.median(own), "cache": type(engine.new_cache().layers[-1]).__name__, "head_s": head_s, "weights_s": weights_s,
+        "long_cache_s": query_s - query_at_1_s, "head_s": head_s, "weights_s": weights_s,
         "weights_read_mb": round(sum(t.numel() * t.element_size() for t in tensors) / 1e6, 1),
         "target_s": 2 * len(q) * rate, "query_rate_ratio": query_s / (len(q) * rate),
         "rounds": [{"prefill_per_token_s": p / n, "query_s": s, "query_rate_ratio": s / (len(q) * p / n)}

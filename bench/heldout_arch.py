@@ -3,8 +3,8 @@
 Written from the families' public configuration classes (transformers 5.23) without reading the adapter code:
 each folder is a random-init model of a supported family with dimensions, head counts, windows and RoPE
 scalings chosen to differ from the tests' own, plus a trained BPE tokenizer (real merges, Llama-style
-`<s>`/`</s>` specials), saved with `save_pretrained`. Every folder runs `galahad exactness --mode stock` and
-`--mode invariant`; unsupported architectures (Mamba: no KV cache; GPT-2: a KV cache but no adapter) must be
+`<s>`/`</s>` specials), saved with `save_pretrained`. Every folder runs `galahad exactness --kernel-mode stock` and
+`--kernel-mode invariant`; unsupported architectures (Mamba: no KV cache; GPT-2: a KV cache but no adapter) must be
 refused in one line that names the architecture.
 
     python bench/heldout_arch.py [--samples 5] [--only NAME ...] [--modes stock,invariant] [--json]
@@ -111,7 +111,7 @@ def build(root: Path, name: str, cls: str, kwargs: dict, tok) -> Path:
 
 
 def exactness(folder: Path, mode: str, samples: int, env: dict) -> dict:
-    cmd = [sys.executable, "-m", "galahad.flywheel.cli", "exactness", "--model", str(folder), "--mode", mode,
+    cmd = [sys.executable, "-m", "galahad.flywheel.cli", "exactness", "--model", str(folder), "--kernel-mode", mode,
            "--samples", str(samples), "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     out = {"rc": proc.returncode, "stderr": proc.stderr.strip().splitlines()[-3:]}

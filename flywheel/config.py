@@ -17,17 +17,16 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from galahad.kernels.modes import SERVING as SERVING_KERNEL_MODES
 from galahad.workers.sampling import SamplingConfig
 
 # -- names: model, data dir, env -----------------------------------------------------------------------
 
 DEFAULT_MODEL = "gemma3-270m"
 MODEL_HELP = f"tiny | {DEFAULT_MODEL} | a local model folder (default {DEFAULT_MODEL})"
-# Kernel modes a job can run (kernels/modes.py): `stock` (PyTorch/transformers as they are) and `codes` (linears
-# and the LM head through the compiled GEMM over a GGUF model's lossless weight codes, grouped attention; needs
-# AVX-512, or AVX2 with FMA). Artifacts graft only under the mode that made them (the mode is in the runtime
-# fingerprint).
-KERNEL_MODES = ("stock", "codes")
+# Kernel modes a job can run, read from the one registry (kernels/modes.py `MODES`): `stock` and `codes`.
+# Artifacts graft only under the mode that made them (the mode is in the runtime fingerprint).
+KERNEL_MODES = SERVING_KERNEL_MODES
 DEFAULT_DATA = "~/.galahad"
 DATA_ENV = "GALAHAD_HOME"
 # The converted model snapshot is ~1 GB and data-independent: one cache shared by every data dir.

@@ -9,10 +9,6 @@ register blocking keeps such shapes near the GEMM's rate. What it promises: each
 one fixed reduction (over the head dim, then over the keys in order), never depending on the query's row count,
 its place or the thread count; its bits are this mode's own (its runtime fingerprint names `NAME`). A head size
 that is not a multiple of 16 runs the grouped kernel's BLAS products (a property of the model: one path per model).
-
-Keys and values come as one tensor, or as `Segments` (the mode's cache, kernels/segments.py: a graft's KV where it
-lies, then the layer's own rows): scores per piece side by side (a score is one dot product), the output one sum
-over the keys in order continued across the pieces (`codes.gemm_nn(out=)`); the same bits either way.
 """
 
 from __future__ import annotations
@@ -22,7 +18,6 @@ from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from galahad.kernels import codes, grouped
-from galahad.kernels.segments import Segments
 
 NAME = "galahad_grouped_codes"
 
@@ -35,54 +30,16 @@ def _per_head(fn, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.stack([torch.stack([fn(a[i, h], b[i, h]) for h in range(hs)]) for i in range(bs)])
 
 
-def _offsets(parts: list[torch.Tensor]):
-    """Each piece with the column its keys start at in the pieces joined, and how many it holds."""
-    at = 0
-    for part in parts:
-        n = part.shape[-2]
-        yield part, at, n
-        at += n
-
-
-def _scores(stacked: torch.Tensor, key: torch.Tensor | Segments) -> torch.Tensor:
-    """queries x keys^T per [batch, kv head]; over pieces, each piece's columns written in place side by side
-    (a score is one dot product: its bits do not depend on the other keys)."""
-    if isinstance(key, torch.Tensor) or len(key.parts) == 1:
-        return _per_head(codes.gemm, stacked, key if isinstance(key, torch.Tensor) else key.parts[0])
-    b, hs, m = stacked.shape[:3]
-    out = torch.empty((b, hs, m, key.shape[-2]), dtype=torch.float32)
-    for i in range(b):
-        for h in range(hs):
-            for k, at, n in _offsets(key.parts):
-                codes.gemm(stacked[i, h], k[i, h], out=out[i, h, :, at : at + n])
-    return out
-
-
-def _out(weights: torch.Tensor, value: torch.Tensor | Segments) -> torch.Tensor:
-    """weights x values per [batch, kv head]; over pieces, one sum over the keys in order, continued from each
-    piece to the next (`codes.gemm_nn(out=)`, from +0.0 as a single call starts): the bits of one product over
-    the pieces joined."""
-    if isinstance(value, torch.Tensor) or len(value.parts) == 1:
-        return _per_head(codes.gemm_nn, weights, value if isinstance(value, torch.Tensor) else value.parts[0])
-    b, hs = weights.shape[0], weights.shape[1]
-    out = torch.zeros((b, hs, weights.shape[2], value.shape[-1]), dtype=torch.float32)
-    for i in range(b):
-        for h in range(hs):
-            for v, at, n in _offsets(value.parts):
-                codes.gemm_nn(weights[i, h, :, at : at + n], v[i, h], out=out[i, h])
-    return out
-
-
 def codes_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                     attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                     softcap: float | None = None, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
     """The grouped kernel's interface and computation (see its docstring), its products compiled."""
     if query.shape[-1] % codes.LANES:
-        if isinstance(key, Segments):
-            key, value = key.joined(), value.joined()
         return grouped.grouped_attention(module, query, key, value, attention_mask, dropout, scaling, softcap,
                                          **kwargs)
-    return grouped.attend(query, key, value, attention_mask, scaling, softcap, _scores, _out)
+    return grouped.attend(query, key, value, attention_mask, scaling, softcap,
+                          lambda stacked, k: _per_head(codes.gemm, stacked, k),
+                          lambda weights, v: _per_head(codes.gemm_nn, weights, v))
 
 
 def register() -> str:

@@ -56,11 +56,6 @@ def _gemma3_forward(layer, mg, attention):
     q_norm, k_norm, act = a.q_norm.forward, a.k_norm.forward, mlp.act_fn.forward
     head_dim, idx, scaling, window = a.head_dim, a.layer_idx, a.scaling, a.sliding_window
     hf = type(layer).forward
-    many: dict[str, codes.Many] = {}
-
-    def project(name: str, mods, x: torch.Tensor) -> list[torch.Tensor]:
-        many[name] = codes.many_for(many.get(name), [(m.weight, codes.codes_for(m.weight)) for m in mods])
-        return many[name](x)
 
     def one(m: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
         return codes.gemm(x, m.weight, codes.codes_for(m.weight))
@@ -75,7 +70,7 @@ def _gemma3_forward(layer, mg, attention):
         width = hidden_states.shape[-1]
         residual = hidden_states
         x = norms[0](hidden_states).reshape(-1, width)
-        q, k, v = project("qkv", qkv_mods, x)
+        q, k, v = (one(m, x) for m in qkv_mods)
         shape = (*lead, -1, head_dim)
         q = q_norm(q.view(shape).transpose(1, 2))
         k = k_norm(k.view(shape).transpose(1, 2))
@@ -91,7 +86,7 @@ def _gemma3_forward(layer, mg, attention):
         hidden_states = residual + norms[1](out.view(*lead, width))
         residual = hidden_states
         x = norms[2](hidden_states).reshape(-1, width)
-        gate, up = project("gate_up", gu_mods, x)
+        gate, up = (one(m, x) for m in gu_mods)
         down = one(mlp.down_proj, act(gate) * up)
         return residual + norms[3](down.view(*lead, width))
 

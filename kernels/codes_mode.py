@@ -12,9 +12,7 @@ Attention is the grouped kernel's computation with compiled products (kernels/co
 heads of one KV head stacked as rows, so each product reads the cache once; eager's mask, scaling, soft-capping
 and fp32 softmax), whatever the runtime requests, and its name is in this mode's facts. RMS norms are one
 compiled call each (kernels/norm.py, named in the facts; its source is in the kernel build); activations are
-stock. Sibling linears called on one input
-(q/k/v, gate/up) run as one GEMM call (`Siblings`): fewer calls at a short query's width, the same bits. A
-Gemma 3 decoder layer runs straight (kernels/codes_layers.py: transformers' layer forward operation for operation
+stock. A Gemma 3 decoder layer runs straight (kernels/codes_layers.py: transformers' layer forward operation for operation
 without its module calls, its RoPE compiled; the same bits).
 
 What it promises (tests/test_codes.py): a linear's row never depends on how many rows share the call or on
@@ -31,18 +29,13 @@ GGUF). The model is this mode's model from then on: a runtime fingerprint names 
 from __future__ import annotations
 
 import functools
-import threading
 import types
 from collections.abc import Callable
 
 import torch
 
 from galahad.kernels import codes, norm
-from galahad.kernels.modes import KernelMode, register
-
-# Sibling linears that transformers' families call one after another on the very same input (attention's
-# q/k/v, the gated MLP's gate/up): named as every supported family names them.
-SIBLINGS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
+from galahad.kernels.modes import KernelMode
 
 
 def _finish(m: torch.nn.Linear, out: torch.Tensor, lead: torch.Size) -> torch.Tensor:
@@ -58,69 +51,7 @@ def _alone(m: torch.nn.Linear, input: torch.Tensor) -> torch.Tensor:
 
 def _linear_forward(self, input: torch.Tensor) -> torch.Tensor:
     codes.check_input(input)
-    siblings = self.__dict__.get("_galahad_siblings")
-    return _alone(self, input) if siblings is None else siblings.forward(self, input)
-
-
-class Siblings:
-    """Linears their parent calls in turn on one input, run as one kernel call (`codes.gemm_many`: the same
-    bits as separate calls). Inside one call of the parent's forward (`scope`), the first member called
-    computes every member's output on that input; each other member, called on the very same tensor object
-    (and, where it keeps a version counter, unmodified), is handed its own; on any other input a member
-    computes the group again. Outside its parent's forward a member runs alone. What is pending lives for one
-    parent call on one thread, so the result never depends on calls before it or on another thread's."""
-
-    def __init__(self, members: list[torch.nn.Linear]) -> None:
-        self.members = members
-        self._local = threading.local()
-        self._many: codes.Many | None = None  # the kernel's arguments for the members' weights, while they last
-
-    def scope(self, inner: Callable) -> Callable:
-        """The parent's forward, with this group's pending outputs living for the call."""
-        def forward(*args, **kwargs):
-            local = self._local
-            outer = getattr(local, "pending", None)
-            local.pending = {}
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                local.pending = outer
-        return forward
-
-    def forward(self, member: torch.nn.Linear, input: torch.Tensor) -> torch.Tensor:
-        pending = getattr(self._local, "pending", None)
-        if pending is None:
-            return _alone(member, input)
-        hit = pending.pop(id(member), None)
-        if hit is not None and hit[0] is input and hit[1] == codes.version(input):
-            return hit[2]
-        lead = input.shape[:-1]
-        self._many = codes.many_for(self._many, [(m.weight, codes.codes_for(m.weight)) for m in self.members])
-        outs = self._many(input.reshape(-1, input.shape[-1]))
-        mine = None
-        for m, out in zip(self.members, outs, strict=True):
-            if m is member:
-                mine = _finish(m, out, lead)
-            else:
-                pending[id(m)] = (input, codes.version(input), _finish(m, out, lead))
-        return mine
-
-
-def _group_siblings(model) -> int:
-    """Give each set of `SIBLINGS` under one parent (all linears of one input width) a shared `Siblings`, and
-    the parent's forward its scope."""
-    groups = 0
-    for parent in list(model.modules()):
-        for names in SIBLINGS:
-            members = [getattr(parent, n, None) for n in names]
-            if (all(isinstance(m, torch.nn.Linear) for m in members)
-                    and len({m.in_features for m in members}) == 1 and len({id(m) for m in members}) == len(names)):
-                shared = Siblings(members)
-                for m in members:
-                    m._galahad_siblings = shared
-                parent.forward = shared.scope(parent.forward)
-                groups += 1
-    return groups
+    return _alone(self, input)
 
 
 @functools.lru_cache(maxsize=1)
@@ -136,9 +67,9 @@ def _build() -> str:
         raise GalahadError(str(exc)) from None
 
 
-@register
 class CodesMode(KernelMode):
     name = "codes"
+    devices = ("cpu",)
 
     def __init__(self) -> None:
         from galahad.kernels import codes_attention
@@ -148,13 +79,6 @@ class CodesMode(KernelMode):
 
     def facts(self) -> dict:
         return {"codes_gemm": self.build, "attention": self._attn, "rms_norm": norm.NAME}
-
-    def new_cache(self, config):
-        """Layers that keep a graft's KV where it lies and append in place (kernels/segments.py): no whole-cache
-        copy per forward; this mode's attention reads the pieces with the bits of one product over them."""
-        from galahad.kernels import segments
-
-        return segments.new_cache(config)
 
     def attn_implementation(self, requested: str) -> str:
         """Whatever was requested: the grouped kernel (eager's repeat_kv copies are what a long cache costs)."""
@@ -188,7 +112,7 @@ class CodesMode(KernelMode):
         from galahad.kernels import codes_layers
 
         return {"linears": len(linears), "coded": coded, "coded_bytes": coded_bytes, "fp32_bytes": fp32,
-                "sibling_groups": _group_siblings(model), "norms": norm.install(model),
+                "norms": norm.install(model),
                 "straight_layers": codes_layers.install(model, self._attn)}
 
     def lm_head(self, hidden, weight, bias=None):

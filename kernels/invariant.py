@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from galahad.kernels import attention, linear
-from galahad.kernels.modes import KernelMode, register
+from galahad.kernels.modes import KernelMode
 from galahad.kernels.pointwise import invariant_pointwise, is_float_cpu
 
 # rsqrt is left alone: its SIMD body (1 / sqrt, both correctly rounded) and its scalar tail give the same
@@ -127,9 +127,9 @@ class _Swap:
                 cls.saved.clear()
 
 
-@register
 class InvariantMode(KernelMode):
     name = "invariant"
+    devices = ("cpu",)
     contiguous_keys_only = True  # the attention lays keys out by absolute position, back from the query
     token_by_token_exact = True
 

@@ -3,11 +3,16 @@ runtime fingerprint (the mode's name is a field of RuntimeConfig).
 
 A mode is a small object whose `active()` context manager installs its kernels for the duration of a
 forward pass and restores the previous ones afterwards. `stock` leaves PyTorch/transformers untouched.
+
+`MODES` is the one registry: every mode's name, where its class lives and what it is for. The config
+(`flywheel/config.py` `KERNEL_MODES`), every command's `--kernel-mode` choices and `exactness --kernel-mode`
+read it; `get_mode` imports a mode's module only when it is asked for.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Iterator
 
 
@@ -22,6 +27,9 @@ class KernelMode:
     # Whether a position's logits are the same bits token by token as after a chunked prefill (the exactness
     # proof then checks it): only a mode whose attention is invariant to the key count promises it.
     token_by_token_exact = False
+
+    # The devices (torch device types) this mode's kernels run on; any other is refused at load, in one line.
+    devices: tuple[str, ...] = ("cpu", "cuda")
 
     def facts(self) -> dict:
         """What besides its name makes this mode's bits (e.g. a compiled kernel's build), recorded in the
@@ -38,6 +46,16 @@ class KernelMode:
         """The attention implementation the model must be loaded with under this mode."""
         return requested
 
+    @classmethod
+    def check_device(cls, device: str) -> None:
+        """Refuse, in one line (GalahadError), a device this mode's kernels do not run on (before any build)."""
+        kind = str(device).split(":", 1)[0]
+        if kind not in cls.devices:
+            from galahad.flywheel.errors import GalahadError
+
+            raise GalahadError(f"the {cls.name} kernel mode runs on {' or '.join(cls.devices)} only, not on "
+                               f"device {device!r}: use --kernel-mode stock there")
+
     def check_activation(self, name: str) -> None:
         """Refuse, in one line (GalahadError), an MLP activation (transformers' `hidden_act` name, as the
         architecture adapter reports it) whose kernels this mode does not cover. Stock covers all."""
@@ -45,13 +63,6 @@ class KernelMode:
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
         yield
-
-    def new_cache(self, config):
-        """An empty KV cache for a model of `config`: transformers' `DynamicCache` (a mode whose attention reads
-        keys in pieces gives its own: kernels/segments.py)."""
-        from transformers import DynamicCache
-
-        return DynamicCache(config=config)
 
     def lm_head(self, hidden, weight, bias=None):
         """The LM head's product on hidden states [rows, hidden] (called inside `active()`): `F.linear`,
@@ -76,20 +87,26 @@ class StockMode(KernelMode):
         return out if bias is None else out + bias
 
 
-_MODES: dict[str, type[KernelMode]] = {"stock": StockMode}
+# name -> (module, class, what it is for). `SERVING`: the modes the learning job, `solve`, `serve` and the evals
+# run under; `invariant` (exact token by token too, slow) proves exactness only.
+MODES: dict[str, tuple[str, str, str]] = {
+    "stock": ("galahad.kernels.modes", "StockMode", "PyTorch and transformers as they are (default)"),
+    "codes": ("galahad.kernels.codes_mode", "CodesMode",
+              "compiled AVX2 kernels over a GGUF model's lossless int8 weight codes (CPU only)"),
+    "invariant": ("galahad.kernels.invariant", "InvariantMode",
+                  "shape-invariant kernels, exact token by token too; `galahad exactness` only (CPU only)"),
+}
+SERVING = ("stock", "codes")
 
 
-def register(cls: type[KernelMode]) -> type[KernelMode]:
-    _MODES[cls.name] = cls
-    return cls
+def mode_class(name: str) -> type[KernelMode]:
+    """The class of the mode `name` (its module imported now), without building its kernels."""
+    try:
+        module, cls, _ = MODES[name]
+    except KeyError:
+        raise ValueError(f"unknown kernel mode {name!r}; known: {', '.join(MODES)}") from None
+    return getattr(importlib.import_module(module), cls)
 
 
 def get_mode(name: str) -> KernelMode:
-    if name == "invariant" and name not in _MODES:
-        import galahad.kernels.invariant  # noqa: F401  (registers itself)
-    if name == "codes" and name not in _MODES:
-        import galahad.kernels.codes_mode  # noqa: F401  (registers itself)
-    try:
-        return _MODES[name]()
-    except KeyError:
-        raise ValueError(f"unknown kernel mode {name!r}; known: {', '.join(sorted(_MODES))}") from None
+    return mode_class(name)()

@@ -1,4 +1,4 @@
-"""What the codes kernel mode's tests do on a CPU the kernel cannot run on (neither AVX-512 nor AVX2 with FMA):
+"""What the codes kernel mode's tests do on a CPU the kernel cannot run on (without AVX2 and FMA):
 check the refusal a user gets there, then report the test xfailed. They must not skip: under CI=true every skip
 but an opt-in one fails (conftest), and the refusal is the codes mode's whole behaviour on such a CPU, so it is
 what they test.
@@ -12,7 +12,7 @@ import pytest
 
 from galahad.kernels import codes
 
-REFUSAL = "the codes kernel mode needs AVX-512 (avx512f, avx512bw) or AVX2 with FMA; this CPU has neither"
+REFUSAL = codes.REFUSAL
 
 
 def assert_refused() -> None:
@@ -31,7 +31,7 @@ def assert_refused() -> None:
 
 def kernel_or_refusal() -> None:
     """Return where the kernel runs; elsewhere check the refusal and end the test as xfailed."""
-    if codes.cpu_supported():
+    if codes.NEEDS <= codes.cpu.flags():
         return
     assert_refused()
     pytest.xfail(f"{REFUSAL}: the refusal was checked instead")

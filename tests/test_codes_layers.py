@@ -7,6 +7,7 @@ import hashlib
 
 import pytest
 import torch
+from transformers import DynamicCache
 
 from galahad.kernels import codes_layers
 
@@ -137,7 +138,7 @@ def test_the_straight_forward_gives_the_module_forwards_bits_on_another_shape():
     ids = torch.randint(5, 300, (1, 29), generator=torch.Generator().manual_seed(8))
 
     def run() -> list[bytes]:
-        cache, out = mode.new_cache(config), []
+        cache, out = DynamicCache(config=config), []
         with torch.no_grad(), mode.active():
             for lo in range(0, 29, 8):  # chunks past the window, then the cache's KV
                 logits = model(input_ids=ids[:, lo:lo + 8], past_key_values=cache, use_cache=True).logits

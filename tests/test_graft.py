@@ -141,7 +141,7 @@ def test_exactness_on_the_default_model(tmp_path, model_cache, capsys, mode):
         kernel_or_refusal()  # no AVX-512 nor AVX2: the refusal is checked instead
     os.environ["GALAHAD_MODEL_CACHE"] = str(model_cache)
     code = main(["--data", str(tmp_path), "exactness", "--model", "gemma3-270m", "--samples", "10", "--json",
-                 "--mode", mode])
+                 "--kernel-mode", mode])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["sha256_equal"] == report["serving_sha256_equal"] == 10
     assert report["kl_max"] == 0.0
@@ -196,7 +196,7 @@ def test_exactness_rejects_bad_arguments(tmp_path, capsys):
 @pytest.mark.slow  # 20 cases under the invariant kernels, token-by-token included (~50 CPU seconds)
 def test_invariant_mode_graft_equals_one_pass_and_token_by_token(tmp_path, model_cache, capsys):
     os.environ["GALAHAD_MODEL_CACHE"] = str(model_cache)
-    code = main(["--data", str(tmp_path), "exactness", "--model", "tiny", "--mode", "invariant", "--samples", "20",
+    code = main(["--data", str(tmp_path), "exactness", "--model", "tiny", "--kernel-mode", "invariant", "--samples", "20",
                  "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["mode"] == "invariant"

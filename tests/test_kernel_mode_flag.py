@@ -25,7 +25,7 @@ from galahad.workers.model_loader import load_model
 from galahad.workers.runtime import DEFAULT_RUNTIME
 
 CODES = DEFAULT_RUNTIME.with_(kernel_mode="codes")
-needs_codes = pytest.mark.codes_kernel  # no AVX-512 nor AVX2: the refusal is checked instead (tests/codes_cpu.py)
+needs_codes = pytest.mark.codes_kernel  # no AVX2 with FMA: the refusal is checked instead (tests/codes_cpu.py)
 PROBLEMS = [("What is 3 + 4?", "7"), ("What is 2 + 6?", "8")]
 
 
@@ -118,23 +118,36 @@ def test_serve_in_codes_mode_answers_and_learns_under_the_codes_runtime(tmp_path
     assert facts is not None and facts["config"]["kernel_mode"] == "codes"
 
 
-def test_a_cpu_without_avx512_or_avx2_gets_the_codes_refusal_and_the_codes_tests_xfail(monkeypatch, model_cache):
+def test_a_cpu_without_avx2_gets_the_codes_refusal_and_the_codes_tests_xfail(monkeypatch, model_cache):
     # Runs on every CPU: such a CPU simulated (no compiled kernel loaded, no build id cached); the kernel and the
     # mode refuse in one line, and what a `codes_kernel` test runs first checks that and xfails (never a skip).
     from codes_cpu import REFUSAL, assert_refused, kernel_or_refusal
 
     from galahad.kernels import codes, codes_mode
 
-    monkeypatch.setattr(codes, "_cpu_flags", lambda: {"sse4_2", "avx"})  # neither build's flags
+    monkeypatch.setattr(codes.cpu, "flags", lambda: frozenset({"sse4_2", "avx"}))  # no AVX2, no FMA
     monkeypatch.setattr(codes, "_lib", None)
-    monkeypatch.setattr(codes, "_loaded", {})
     codes_mode._build.cache_clear()
     try:
         assert_refused()
         with pytest.raises(pytest.xfail.Exception, match="refusal was checked"):
             kernel_or_refusal()
-        with pytest.raises(GalahadError, match=r"^the codes kernel mode needs AVX-512 \(avx512f, avx512bw\) or AVX2"):
+        with pytest.raises(GalahadError, match=r"^the codes kernel mode needs a CPU with AVX2 and FMA"):
             load_model("tiny", model_cache, CODES)
     finally:
         codes_mode._build.cache_clear()  # the next codes test builds (or finds) the real kernel again
     assert "\n" not in REFUSAL
+
+
+def test_one_registry_names_every_mode_and_a_cpu_only_mode_refuses_another_device(model_cache):
+    from galahad.kernels.modes import MODES, SERVING
+
+    exactness = next(sub for path, sub in _parsers(build_parser()) if path == ("exactness",))
+    choices = {a.dest: a.choices for a in exactness._actions}
+    assert tuple(choices["kernel_mode"]) == tuple(MODES) and KERNEL_MODES == SERVING
+    assert "mode" not in choices  # one flag name for every command
+    for mode in ("codes", "invariant"):  # refused at load in one line, before any kernel is built
+        with pytest.raises(GalahadError, match=rf"^model 'tiny' failed to load: the {mode} kernel mode runs on "
+                                               r"cpu only, not on device 'cuda'") as refused:
+            load_model("tiny", model_cache, DEFAULT_RUNTIME.with_(kernel_mode=mode, device="cuda"))
+        assert "\n" not in str(refused.value)

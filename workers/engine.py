@@ -93,8 +93,8 @@ class Engine:
         return self.loaded.fingerprint
 
     def new_cache(self) -> DynamicCache:
-        """An empty cache, as the kernel mode keeps one (`KernelMode.new_cache`)."""
-        return self.kernels.new_cache(self.model.config)
+        """An empty cache for this model."""
+        return DynamicCache(config=self.model.config)
 
     def encode(self, text: str, bos: bool = True) -> list[int]:
         ids = self.tokenizer(text, add_special_tokens=False).input_ids

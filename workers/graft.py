@@ -25,7 +25,7 @@ def capture(engine: Engine, cache: DynamicCache, start: int, end: int) -> tuple[
     """The K/V a span [start, end) left in the cache, in the shape the artifact stores them."""
     keys, values = [], []
     for w, layer in zip(engine.loaded.windows, cache.layers, strict=True):
-        k, v = layer.keys, layer.values  # read once: a segmented layer joins its pieces on read
+        k, v = layer.keys, layer.values  # read once
         if w is None:
             if k.shape[-2] != end:
                 raise ValueError(f"full layer holds {k.shape[-2]} positions, expected {end}")

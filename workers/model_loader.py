@@ -298,9 +298,13 @@ def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
         folder = Path(spec).expanduser()
     from transformers.utils import logging as hf_logging
 
-    from galahad.kernels.modes import get_mode
+    from galahad.kernels.modes import get_mode, mode_class
 
     hf_logging.disable_progress_bar()
+    try:
+        mode_class(runtime.kernel_mode).check_device(runtime.device)
+    except GalahadError as exc:
+        raise GalahadError(f"model {spec!r} failed to load: {exc}") from None
     attn = get_mode(runtime.kernel_mode).attn_implementation(runtime.attn_implementation)
     if attn == "grouped":
         from galahad.kernels.grouped import register

@@ -98,13 +98,12 @@ def cpu_identity() -> dict:
     model and inputs (the gemma stock exactness report was recorded on one, the hashes differed on the
     next), so portability is claimed, and grafts are accepted, only between processors that agree on all
     of this; such records are kept per processor (`cpu_key`)."""
+    from galahad.kernels.cpu import cpuinfo
+
     out: dict = {}
-    try:
-        block = Path("/proc/cpuinfo").read_text(errors="replace").split("\n\n", 1)[0]
-    except OSError:
+    fields = cpuinfo()
+    if not fields:
         return out
-    fields = dict(line.split(":", 1) for line in block.splitlines() if ":" in line)
-    fields = {k.strip(): v.strip() for k, v in fields.items()}
     for key in ("vendor_id", "cpu family", "model", "stepping"):
         out[key.replace(" ", "_")] = fields.get(key)
     out["flags"] = hashlib.sha256(" ".join(sorted(fields.get("flags", "").split())).encode()).hexdigest()[:16]

@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 
 from galahad.flywheel.cli.argtypes import SEED, count
+from galahad.flywheel.cli.flags import add_kernel_mode_flag
 from galahad.flywheel.config import DEFAULT_MODEL
+from galahad.kernels.modes import MODES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL, help="gemma3-270m (default), tiny, or a local model folder")
     p.add_argument("--samples", type=count(), default=50, help="number of (prefix, query) pairs (default 50)")
     p.add_argument("--seed", type=SEED, default=0)
-    p.add_argument("--mode", choices=["stock", "invariant", "codes"], default="stock", help="kernel mode")
+    add_kernel_mode_flag(p, tuple(MODES))
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", type=Path, default=None,
                    help="also write the JSON report to this file; to an existing folder: as the per-CPU record "
@@ -33,8 +35,8 @@ def run(args: argparse.Namespace) -> int:
         raise GalahadError("--samples must be at least 1")
     from galahad.workers.model_loader import check_spec
 
-    check_spec(args.model)  # an unsupported architecture is refused here, before the depositor starts
-    runtime = DEFAULT_RUNTIME.with_(kernel_mode=args.mode)
+    check_spec(args.kernel_model)  # an unsupported architecture is refused here, before the depositor starts
+    runtime = DEFAULT_RUNTIME.with_(kernel_mode=args.kernel_mode)
     pin_process_env(runtime)
     from galahad.flywheel.artifacts.store import LocalStore
     from galahad.flywheel.evals.exactness import make_cases, prove, run_depositor
@@ -45,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=paths.root, prefix="exactness-") as tmp:
         store = LocalStore(tmp)
-        ids = run_depositor(args.model, paths.models, args.mode, args.samples, args.seed, Path(tmp))
-        engine = Engine(load_model(args.model, paths.models, runtime), runtime)
+        ids = run_depositor(args.kernel_model, paths.models, args.kernel_mode, args.samples, args.seed, Path(tmp))
+        engine = Engine(load_model(args.kernel_model, paths.models, runtime), runtime)
         window = engine.loaded.sliding_window or 64  # the architecture adapter's smallest window
         cases = make_cases(engine.model.config.vocab_size, window, args.samples, args.seed)
         report = prove(engine, cases, ids, store)
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_table(report)
     exact = report["sha256_equal"] == report["serving_sha256_equal"] == report["samples"]
-    if args.mode == "invariant":
+    if args.kernel_mode == "invariant":
         exact = exact and report["monolithic_sha256_equal"] == report["samples"]
     return 0 if exact else 1
 

@@ -60,10 +60,17 @@ def add_data_flag_everywhere(parser: argparse.ArgumentParser) -> None:
 def add_model_flag(p: argparse.ArgumentParser, what: str = "") -> None:
     """`--model`: tiny | gemma3-270m | a local model folder; and `--kernel-mode`, the kernels it runs under."""
     p.add_argument("--model", default=DEFAULTS.model, help=f"{what}{MODEL_HELP}")
-    p.add_argument("--kernel-mode", choices=KERNEL_MODES, default=DEFAULTS.kernel_mode,
-                   help="kernels the engine runs: stock, or codes (the linears over a GGUF model's lossless "
-                        "int8 weight codes, grouped attention; AVX-512 or AVX2); artifacts graft only under the "
-                        f"mode that made them (default {DEFAULTS.kernel_mode})")
+    add_kernel_mode_flag(p, KERNEL_MODES)
+
+
+def add_kernel_mode_flag(p: argparse.ArgumentParser, modes: tuple[str, ...]) -> None:
+    """`--kernel-mode`: the kernels the engine runs, `modes` of the one registry (kernels/modes.py `MODES`)."""
+    from galahad.kernels.modes import MODES
+
+    said = "; ".join(f"{m}: {MODES[m][2]}" for m in modes)
+    p.add_argument("--kernel-mode", choices=modes, default=DEFAULTS.kernel_mode,
+                   help=f"kernels the engine runs ({said}); artifacts graft only under the mode that made them "
+                        f"(default {DEFAULTS.kernel_mode})")
 
 
 def add_prompt_budget_flag(p: argparse.ArgumentParser) -> None:

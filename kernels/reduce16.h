@@ -1,6 +1,6 @@
-// _mm512_reduce_add_ps's additions on 16 lanes held as two 8-lane registers [lo | hi], in its order (GCC's
-// avx512fintrin.h __MM512_REDUCE_OP: lane i+8 + lane i, then i+4 + i, then i + i^2, then lane 0 + lane 1), so
-// an AVX2 reduction has the AVX-512 build's bits. Included by kernels/avx2/codes_gemm.cpp and rms_norm.cpp.
+// The codes kernels' fixed horizontal sum of 16 lane sums held as two 8-lane registers [lo | hi]: lane i+8 +
+// lane i, then i+4 + i, then i + i^2, then lane 0 + lane 1 (the order of GCC's _mm512_reduce_add_ps, so these
+// bits equal the retired AVX-512 build's). Included by codes_gemm.cpp and rms_norm.cpp.
 #pragma once
 #include <immintrin.h>
 
