@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         raise GalahadError("--samples must be at least 1")
     from galahad.workers.model_loader import check_spec
 
-    check_spec(args.kernel_model)  # an unsupported architecture is refused here, before the depositor starts
+    check_spec(args.model)  # an unsupported architecture is refused here, before the depositor starts
     runtime = DEFAULT_RUNTIME.with_(kernel_mode=args.kernel_mode)
     pin_process_env(runtime)
     from galahad.flywheel.artifacts.store import LocalStore
@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=paths.root, prefix="exactness-") as tmp:
         store = LocalStore(tmp)
-        ids = run_depositor(args.kernel_model, paths.models, args.kernel_mode, args.samples, args.seed, Path(tmp))
-        engine = Engine(load_model(args.kernel_model, paths.models, runtime), runtime)
+        ids = run_depositor(args.model, paths.models, args.kernel_mode, args.samples, args.seed, Path(tmp))
+        engine = Engine(load_model(args.model, paths.models, runtime), runtime)
         window = engine.loaded.sliding_window or 64  # the architecture adapter's smallest window
         cases = make_cases(engine.model.config.vocab_size, window, args.samples, args.seed)
         report = prove(engine, cases, ids, store)
