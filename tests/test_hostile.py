@@ -506,8 +506,10 @@ def test_rescore_refuses_a_manifest_kind_without_a_scorer(capsys):
 
 
 def test_dump_jsonl_is_atomic_and_leaves_nothing_behind(tmp_path):
+    from helpers import dump_jsonl
+
     from galahad.flywheel.problems import families
-    from galahad.flywheel.problems.records import dump_jsonl, load_jsonl
+    from galahad.flywheel.problems.records import load_jsonl
 
     target = tmp_path / "problems.jsonl"
     items = families.generate("add1", 3, 0)
@@ -525,8 +527,9 @@ def test_dump_jsonl_is_atomic_and_leaves_nothing_behind(tmp_path):
 
 
 def test_manifest_and_report_writes_replace_a_symlink_instead_of_writing_through_it(tmp_path):
+    from helpers import dump_jsonl
+
     from galahad.flywheel.problems import families
-    from galahad.flywheel.problems.records import dump_jsonl
 
     victim = tmp_path / "victim"
     victim.write_text("precious")

@@ -10,11 +10,12 @@ import re
 import sys
 
 import pytest
+from helpers import dump_jsonl
 
 from galahad.flywheel.cli.main import main
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems import families
-from galahad.flywheel.problems.records import Problem, dump_jsonl, load_jsonl, problem_hash, splits
+from galahad.flywheel.problems.records import Problem, load_jsonl, problem_hash, splits
 from galahad.flywheel.problems.sources import SOURCES, load_source
 from galahad.verifier.normalize import clean, parse_number
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import match_key
 from local_depositor import local_memory, verify_and_deposit
 
 from galahad.flywheel.app.intake import GoldConflict, admit
@@ -75,7 +76,7 @@ def test_recalls_carry_gold_provenance(memory):
     pid = admit(catalog, [item("w", "How many legs does a spider have?", "8", source="zoo")], ["w"], "api:x")[0]
     assert catalog.problems.get(problem_hash("What is 2 + 3?"))["gold_source"] == "computed"
     assert catalog.problems.get(pid)["gold_source"] == "api:x:zoo"
-    hit = Solver(dep.engine, catalog, store).match_key("Add 2 and 3.")
+    hit = match_key(Solver(dep.engine, catalog, store), "Add 2 and 3.")
     assert hit["gold_source"] == "computed"
 
 

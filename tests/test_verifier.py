@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from deadlines import gone, returns, wait_for
+from helpers import worker_pids
 
 from galahad.flywheel.cli.main import main
 from galahad.verifier.extract import extract_answer, extract_gold, last_boxed
@@ -121,10 +122,10 @@ def test_hostile_answers_are_refused_by_a_limit(verifier, output, refused_by):
 
 
 def test_timeout_kills_the_worker_and_the_next_check_works(verifier):
-    before = set(verifier.worker_pids())  # the zygote and the idle worker
+    before = set(worker_pids(verifier))  # the zygote and the idle worker
     verdict = returns(verifier.check, "1", SLOW_BUT_SMALL)
     assert verdict.reason == "timeout" and not verdict.verified
-    after = set(verifier.worker_pids())
+    after = set(worker_pids(verifier))
     (killed,) = before - after  # the worker that ran out of time is no longer in the pool...
     assert len(after - before) == 1  # ...a fresh one is in its place
     wait_for(lambda: gone(killed), f"the timed-out worker {killed} exits")
@@ -151,7 +152,7 @@ def test_limits_hold_in_threads(two_workers):
 
 def test_a_dead_worker_costs_one_verdict(verifier):
     assert verifier.check("\\pi", "\\boxed{\\pi}").verified  # a worker is up
-    pids = verifier.worker_pids()
+    pids = worker_pids(verifier)
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
     wait_for(lambda: all(gone(pid) for pid in pids), "the killed zygote and worker exit")

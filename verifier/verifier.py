@@ -83,10 +83,6 @@ class Verifier:
         """Start the workers now, so that the first symbolic check is not also a cold start."""
         self._pool.warm()
 
-    def worker_pids(self) -> list[int]:
-        """Process ids of the worker processes (for operators; killing one costs at most one verdict)."""
-        return self._pool.pids()
-
     def check(self, gold: str, output: str) -> Verdict:
         """Is the final answer in the model's `output` equivalent to `gold`?"""
         start = time.perf_counter()

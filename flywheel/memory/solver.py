@@ -119,10 +119,6 @@ class Solver:
     def match_hash(self, text: str) -> dict | None:
         return self.catalog.recalls.get(problem_hash(text), self.fingerprints)
 
-    def match_key(self, text: str) -> dict | None:
-        hits = self.lookup(text, shape=False)["key"]
-        return hits[0] if hits else None
-
     def _most_similar(self, text: str, candidates: list[dict]) -> dict | None:
         """Only for a problem with no key (a parsed problem's key already said no), of the verified problems
         with its numbers (`lookup`'s `numbers`): the most similar with them in the same order, if similar

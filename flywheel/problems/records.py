@@ -106,11 +106,6 @@ def parse_numbered(lines: Iterable[str], name: str = "<input>") -> list[tuple[Pr
     return out
 
 
-def parse_jsonl(lines: Iterable[str], name: str = "<input>") -> list[Problem]:
-    """Problems from JSONL lines (blank lines skipped); all or nothing, ids unique."""
-    return [p for p, _ in parse_numbered(lines, name)]
-
-
 def load_numbered(path: str | Path) -> list[tuple[Problem, str]]:
     """(problem, "file:line") pairs from a JSONL file; GalahadError with `file:line` for a malformed line."""
     path = Path(path)
@@ -126,14 +121,6 @@ def load_numbered(path: str | Path) -> list[tuple[Problem, str]]:
 def load_jsonl(path: str | Path) -> list[Problem]:
     """Problems from a JSONL file; GalahadError with `file:line` for the first malformed line."""
     return [p for p, _ in load_numbered(path)]
-
-
-def dump_jsonl(problems: Iterable[Problem], path: str | Path) -> None:
-    """Write problems as JSONL (atomically: a reader never sees half a file)."""
-    from galahad.flywheel.artifacts.store import atomic_write
-
-    atomic_write(Path(path), "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n"
-                                     for p in problems).encode("utf-8"))
 
 
 def _rank(seed: int, kind: str, key: str) -> str:
