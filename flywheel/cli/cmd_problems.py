@@ -123,17 +123,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from galahad.flywheel.errors import GalahadError
     from galahad.flywheel.problems.check import findings
+    from galahad.flywheel.problems.records import read_text_file
 
     path = Path(args.file)
-    try:
-        with path.open(encoding="utf-8") as f:
-            found = findings(f, str(path))
-    except FileNotFoundError:
-        raise GalahadError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise GalahadError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    found = read_text_file(path, findings)
     for line in found:
         print(json.dumps({"finding": line}, ensure_ascii=False) if args.json else line)
     if not args.json:

@@ -13,8 +13,7 @@ import sys
 
 from galahad.flywheel.cli.argtypes import count, finite
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.safe_json import BadJSON
-from galahad.flywheel.safe_json import loads as safe_loads
+from galahad.flywheel.problems.records import read_jsonl, read_text_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,20 +46,12 @@ def _config(args: argparse.Namespace):
 def read_pairs(lines, name: str) -> list[tuple[str, str]]:
     """(gold, output) pairs from JSONL lines; GalahadError with the line number for a bad line."""
     pairs = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = safe_loads(line)
-        except BadJSON as exc:
-            raise GalahadError(f"{name}:{number}: {exc}") from None
-        except json.JSONDecodeError as exc:
-            raise GalahadError(f"{name}:{number}: not valid JSON ({exc.msg})") from None
+    for _number, where, obj in read_jsonl(lines, name):
         if not isinstance(obj, dict):
-            raise GalahadError(f"{name}:{number}: expected an object with 'gold' and 'output'")
+            raise GalahadError(f"{where}: expected an object with 'gold' and 'output'")
         for key in ("gold", "output"):
             if not isinstance(obj.get(key), str):
-                raise GalahadError(f"{name}:{number}: field {key!r} must be a string")
+                raise GalahadError(f"{where}: field {key!r} must be a string")
         pairs.append((obj["gold"], obj["output"]))
     return pairs
 
@@ -68,13 +59,7 @@ def read_pairs(lines, name: str) -> list[tuple[str, str]]:
 def _batch(args: argparse.Namespace) -> list[tuple[str, str]]:
     if args.batch == "-":
         return read_pairs(sys.stdin, "<stdin>")
-    try:
-        with open(args.batch, encoding="utf-8") as f:
-            return read_pairs(f, args.batch)
-    except FileNotFoundError:
-        raise GalahadError(f"{args.batch}: no such file") from None
-    except UnicodeDecodeError:
-        raise GalahadError(f"{args.batch}: not UTF-8 text") from None
+    return read_text_file(args.batch, read_pairs)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.golds import GoldCheck, check_gold, same_gold
-from galahad.flywheel.problems.records import Problem, parse_line
+from galahad.flywheel.problems.records import Problem, numbered_lines, parse_line
 
 
 def gold_findings(problems: Sequence[Problem], places: Sequence[str],
@@ -52,10 +52,7 @@ def findings(lines: Iterable[str], name: str = "<input>") -> list[str]:
     problems: list[Problem] = []
     places: list[str] = []
     seen: dict[str, str] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{name}:{number}"
+    for _number, where, line in numbered_lines(lines, name):  # every line, a bad one a finding
         try:
             p = parse_line(line, where)
         except GalahadError as exc:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from galahad.flywheel.config import BUDGETS
 from galahad.flywheel.errors import GalahadError
@@ -23,6 +24,7 @@ from galahad.flywheel.safe_json import loads as safe_loads
 
 FIELDS = ("id", "problem", "answer", "topic", "template", "source")
 MAX_TEXT = BUDGETS.max_text_chars  # one field's characters
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -79,26 +81,56 @@ def problem_from_dict(obj: object, where: str = "problem") -> Problem:
     return Problem(**{name: values[name] for name in FIELDS})
 
 
-def parse_line(line: str, where: str) -> Problem:
-    """One JSONL line as a validated `Problem`; GalahadError naming `where` otherwise."""
+# -- the one JSONL reader: problem files here, `galahad verify --batch` pairs (`cli/cmd_verify.py`) --------
+
+
+def json_line(line: str, where: str) -> object:
+    """One JSONL line's value (`safe_json`: bounded); GalahadError naming `where` otherwise."""
     try:
-        obj = safe_loads(line)
+        return safe_loads(line)
     except BadJSON as exc:
         raise GalahadError(f"{where}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise GalahadError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    return problem_from_dict(obj, where)
+
+
+def numbered_lines(lines: Iterable[str], name: str) -> Iterator[tuple[int, str, str]]:
+    """(line number, "name:line", line) for each line that is not blank, in order."""
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            yield number, f"{name}:{number}", line
+
+
+def read_jsonl(lines: Iterable[str], name: str) -> Iterator[tuple[int, str, object]]:
+    """(line number, "name:line", value) for each JSONL line that is not blank, in order; GalahadError naming
+    the first line that is not JSON."""
+    for number, where, line in numbered_lines(lines, name):
+        yield number, where, json_line(line, where)
+
+
+def read_text_file(path: str | Path, read: Callable[[Iterable[str], str], T]) -> T:
+    """`read(lines, name)` over a UTF-8 text file; GalahadError for a missing file or one that is not UTF-8."""
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8") as f:
+            return read(f, str(path))
+    except FileNotFoundError:
+        raise GalahadError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise GalahadError(f"{path}: not UTF-8 text ({exc.reason})") from None
+
+
+def parse_line(line: str, where: str) -> Problem:
+    """One JSONL line as a validated `Problem`; GalahadError naming `where` otherwise."""
+    return problem_from_dict(json_line(line, where), where)
 
 
 def parse_numbered(lines: Iterable[str], name: str = "<input>") -> list[tuple[Problem, str]]:
     """(problem, "name:line") pairs from JSONL lines (blank lines skipped); all or nothing, ids unique."""
     out: list[tuple[Problem, str]] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{name}:{number}"
-        problem = parse_line(line, where)
+    for number, where, obj in read_jsonl(lines, name):
+        problem = problem_from_dict(obj, where)
         if problem.id in seen:
             raise GalahadError(f"{where}: duplicate id {problem.id!r} (first on line {seen[problem.id]})")
         seen[problem.id] = number
@@ -108,14 +140,7 @@ def parse_numbered(lines: Iterable[str], name: str = "<input>") -> list[tuple[Pr
 
 def load_numbered(path: str | Path) -> list[tuple[Problem, str]]:
     """(problem, "file:line") pairs from a JSONL file; GalahadError with `file:line` for a malformed line."""
-    path = Path(path)
-    try:
-        with path.open(encoding="utf-8") as f:
-            return parse_numbered(f, str(path))
-    except FileNotFoundError:
-        raise GalahadError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise GalahadError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    return read_text_file(path, parse_numbered)
 
 
 def load_jsonl(path: str | Path) -> list[Problem]:
