@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from galahad.flywheel.config import BUDGETS
 from galahad.flywheel.evals.evidence import digest, output_hash
-from galahad.flywheel.memory.recall import Prepared, graft_decode, render
+from galahad.flywheel.memory.recall import Prepared, Recalled, answer_decode, render
 from galahad.flywheel.problems import prompts
 
 SCORERS: dict[str, Callable[[list[dict], dict], dict]] = {}
@@ -57,19 +57,19 @@ class Spec:
         return dict(self.__dict__)
 
 
-def execute(engine, store, spec: Spec, meter=None) -> dict:
-    """Run one spec through the one graft -> decode path; returns the record's output half."""
+def _decode(engine, store, spec: Spec, meter=None) -> tuple[Recalled, object]:
+    """(the decode, its measurement): one spec through the one decode path (`recall.answer_decode`)."""
     from galahad.workers.telemetry import Stopwatch
 
     with Stopwatch(meter) as sw:
-        if spec.shared_prefix and spec.prompt == "few-shot" and spec.graft_tail is None:
-            from galahad.flywheel.memory.prefix import few_shot_decode
+        r = answer_decode(engine, store, spec.graft_tail, spec.text, spec.prompt, spec.max_tokens, spec.temperature,
+                          spec.seed, spec.recompute, spec.shared_prefix)
+    return r, sw.result
 
-            r = few_shot_decode(engine, spec.text, spec.max_tokens, spec.temperature, spec.seed)
-        else:
-            r = graft_decode(engine, store, spec.graft_tail, render(spec.text, spec.prompt), spec.max_tokens,
-                             temperature=spec.temperature, seed=spec.seed, recompute=spec.recompute)
-    return _output(r, sw.result)
+
+def execute(engine, store, spec: Spec, meter=None) -> dict:
+    """Run one spec through the one graft -> decode path; returns the record's output half."""
+    return _output(*_decode(engine, store, spec, meter))
 
 
 def sample_records(engine, store, verifier, specs: list[Spec], meter=None, until_verified: bool = True) -> list[dict]:
@@ -123,9 +123,16 @@ def judge(verifier, gold: str, output_text: str) -> dict:
     return {"answer": answer, "verified": bool(v.verified), "reason": v.reason, "verifier_version": v.version}
 
 
+def decoded_record(engine, store, verifier, spec: Spec, meter=None) -> tuple[dict, Recalled]:
+    """`make_record`'s record and the decode it was made from: what `Solver.solve` takes as a route's decode
+    (the evals' `system` condition records each route `solve` answers)."""
+    r, m = _decode(engine, store, spec, meter)
+    out = _output(r, m)
+    return {**spec.to_dict(), **out, **judge(verifier, spec.gold, out["output_text"])}, r
+
+
 def make_record(engine, store, verifier, spec: Spec, meter=None) -> dict:
-    out = execute(engine, store, spec, meter)
-    return {**spec.to_dict(), **out, **judge(verifier, spec.gold, out["output_text"])}
+    return decoded_record(engine, store, verifier, spec, meter)[0]
 
 
 def environment() -> dict:

@@ -7,7 +7,8 @@
   text     the same solutions as `nearest` given as plain prompt tokens and recomputed: its outputs must
            be byte-identical to `nearest`'s (the graft is an exact cache of in-context examples), its
            cost higher;
-  system   exactly what `solve` does (`Solver.routes`: hash -> key -> similar -> transfer -> base).
+  system   `Solver.solve` itself (hash -> key -> similar -> transfer -> base), each route it answers
+           run as a recorded spec: the record of the route it accepts, and every route it tried.
 Every problem is tagged with its overlap with the catalog's verified problems (`hash`, `key`, `similar`
 or `none`): a contamination audit reported per condition, never a silent filter. A paraphrase file's
 `source` (`paraphrase:<problem id>`) also tags whether its source problem is verified.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import random
 
 from galahad.flywheel.config import FileTransferConfig
-from galahad.flywheel.evals.spec import Spec, judge, make_record, scorer
+from galahad.flywheel.evals.spec import Spec, decoded_record, make_record, scorer
 from galahad.flywheel.evals.stats import paired, wilson
 from galahad.flywheel.memory.compose import compose
 from galahad.flywheel.memory.solver import Solver
@@ -85,17 +86,19 @@ def run(engine, catalog, store, verifier, problems: list[dict], cfg: FileTransfe
             if progress:
                 progress()
             continue
-        tried = []
-        for route in solver.routes(p["text"]):
-            s = spec("system", route.prompt, route.tail, decoded=route.decoded, max_tokens=route.max_tokens,
-                     shared_prefix=route.shared_prefix)
-            rec = make_record(engine, store, verifier, s, meter)
-            tried.append(route.path)
-            if route.gold is None or judge(verifier, route.gold, rec["output_text"])["verified"]:
-                break
+        tried: list[tuple[str, dict]] = []  # (path, record) of each route `solve` answers, in its order
+
+        def decode(route, _spec=spec, _tried=tried):
+            s = _spec("system", route.prompt, route.tail, decoded=route.decoded, max_tokens=route.max_tokens,
+                      shared_prefix=route.shared_prefix)
+            rec, r = decoded_record(engine, store, verifier, s, meter)
+            _tried.append((route.path, rec))
+            return r
+
+        ans = solver.solve(p["text"], decode=decode)
         # `problem` is the file's text, as in every record; `decoded` (in the spec) is the question asked
         # after the graft when a recall path asks the matched problem's own, so a replay re-runs this spec.
-        records.append({**rec, **meta, "path": route.path, "routes_tried": tried})
+        records.append({**tried[-1][1], **meta, "path": ans.path, "routes_tried": [path for path, _ in tried]})
         if progress:
             progress()
     return records

@@ -105,6 +105,21 @@ class Prepared:
         return Recalled(self.artifacts, self.start, self.ids, list(out.token_ids), out.text, out.seconds)
 
 
+def answer_decode(engine, store: BlobStore, tail: str | None, question: str, prompt: str, max_tokens: int,
+                  temperature: float = 0.0, seed: int = 0, recompute: bool = False,
+                  shared_prefix: bool = True) -> Recalled:
+    """The one decode of a question: with no memory and the few-shot prompt, under the shared prefix's
+    two-span schedule (`prefix.py`; `shared_prefix` False: the one-span schedule of records made before it);
+    anything else through `graft_decode`. `Solver` answers its routes with it and the evals' `execute` runs
+    their specs with it."""
+    if shared_prefix and prompt == "few-shot" and tail is None:
+        from galahad.flywheel.memory.prefix import few_shot_decode  # prefix.py imports this module
+
+        return few_shot_decode(engine, question, max_tokens, temperature, seed)
+    return graft_decode(engine, store, tail, render(question, prompt), max_tokens, temperature=temperature, seed=seed,
+                        recompute=recompute)
+
+
 def graft_decode(engine, store: BlobStore, tail: str | None, text: str, max_tokens: int,
                  temperature: float = 0.0, seed: int = 0, recompute: bool = False) -> Recalled:
     """Graft the chain ending at `tail` (None: an empty cache), then decode `text`'s continuation, with

@@ -13,22 +13,21 @@ the same order (`similar`) is grafted as a worked example and the *asked* questi
 the answer is the model's, `verified` stays unknown (None), since similar words can be different
 mathematics ("9 mod 3" after "9 - 3"). Transfer grafts a prefix of the chain of solutions to problems of
 the same template (or topic) as worked examples (`policy.py`); the base model answers what memory cannot.
-`routes` is the one order: `solve` and `eval transfer`'s `system` condition both walk it, and every
-answer goes through `recall.graft_decode`.
+`routes` is the one order and `solve` the one walk of it: `eval transfer`'s `system` condition calls
+`solve` (its `decode` records each route answered), and every answer goes through `recall.answer_decode`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 
 from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.config import BUDGETS
 from galahad.flywheel.memory.policy import RecallPolicy, RetrievalPolicy, first_library_prefix
-from galahad.flywheel.memory.prefix import few_shot_decode
-from galahad.flywheel.memory.recall import graft_decode, render
+from galahad.flywheel.memory.recall import Recalled, answer_decode
 from galahad.flywheel.problems import canonical
 from galahad.flywheel.problems.shapes import shape, shape_hash
 from galahad.verifier.verifier import Verifier
@@ -192,12 +191,15 @@ class Solver:
             yield Route("transfer", tail, text, "query", self.max_tokens)
         yield Route("base", None, text, "few-shot", self.base_max_tokens)
 
-    def answer_route(self, route: Route) -> Answer:
-        if route.shared_prefix:  # the base model: the few-shot prefix kept per process, the question after it
-            r = few_shot_decode(self.engine, route.decoded, route.max_tokens)
-        else:
-            r = graft_decode(self.engine, self.store, route.tail, render(route.decoded, route.prompt),
-                             route.max_tokens)
+    def decode(self, route: Route) -> Recalled:
+        """A route's graft -> decode (`recall.answer_decode`, as the evals' `execute`). The base model's route
+        (`Route.shared_prefix`) continues from the few-shot prefix kept per process."""
+        return answer_decode(self.engine, self.store, route.tail, route.decoded, route.prompt, route.max_tokens)
+
+    def answer_route(self, route: Route, decoded: Recalled | None = None) -> Answer:
+        """`route`'s answer (`decoded`: its decode, already run; else `decode`); a recall checked against its
+        gold."""
+        r = self.decode(route) if decoded is None else decoded
         ans = Answer(r.answer, route.path, len(r.output_token_ids), r.seconds, r.output_text, r.artifacts,
                      r.start, matched_problem=route.matched_problem)
         if route.gold is not None:  # a recall of this same problem (hash or key): checked against its gold
@@ -207,11 +209,14 @@ class Solver:
         return ans
 
     def solve(self, text: str, template: str | None = None, topic: str | None = None,
-              policy: RetrievalPolicy | None = None) -> Answer:
-        """The first route whose answer is accepted: a recalled one must verify against its gold."""
+              policy: RetrievalPolicy | None = None, decode: Callable[[Route], Recalled] | None = None) -> Answer:
+        """The first route whose answer is accepted: a recalled one must verify against its gold. `decode` runs
+        each route's graft -> decode (default `self.decode`): `eval transfer`'s `system` condition passes one
+        that runs it as a recorded spec, so it measures this very walk, route by route."""
         t0 = time.perf_counter()
+        decode = decode or self.decode
         for route in self.routes(text, template, topic, policy):
-            ans = self.answer_route(route)
+            ans = self.answer_route(route, decode(route))
             if route.gold is None or ans.verified:
                 break
         ans.seconds = time.perf_counter() - t0
