@@ -14,7 +14,7 @@ from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.learn.background import BackgroundDeposits
 from galahad.flywheel.learn.deposit import LibraryDeposits
 from galahad.flywheel.learn.loop import fetch_span, remote_prefill
-from galahad.flywheel.memory.libraries import library_name
+from galahad.flywheel.memory.library_names import library_name
 from galahad.workers.actors import start_depositor
 from galahad.workers.runtime import DEFAULT_RUNTIME
 

@@ -12,7 +12,7 @@ from galahad.flywheel.catalog import problem_hash
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.learn.deposit import LibraryDeposits
 from galahad.flywheel.learn.loop import Flywheel, LoopConfig
-from galahad.flywheel.memory.libraries import library_name
+from galahad.flywheel.memory.library_names import library_name
 from galahad.workers.runtime import DEFAULT_RUNTIME
 
 

@@ -8,7 +8,7 @@ from local_depositor import LocalDepositor as Depositor
 from galahad.flywheel.artifacts.chain import load_chain
 from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.catalog import problem_hash
-from galahad.flywheel.memory.libraries import library_name
+from galahad.flywheel.memory.library_names import library_name
 from galahad.flywheel.problems import prompts
 from galahad.workers.generator import Generator
 from galahad.workers.graft import restore

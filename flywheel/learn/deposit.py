@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.errors import ChainConflict
-from galahad.flywheel.memory.libraries import library_name
+from galahad.flywheel.memory.library_names import library_name
 from galahad.flywheel.problems import prompts
 
 # (segment, tail, extra) -> a `workers.kv_chain.Span`: its blob is durable in the store when it returns

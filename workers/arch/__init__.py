@@ -2,7 +2,7 @@
 
 `for_config(config)` (a loaded config) and `for_folder(folder)` (a model folder's config.json, read as
 JSON before anything heavy is imported, so a refusal comes before any worker starts) return the family's
-adapter (workers/arch/families.py) or raise GalahadError naming the architecture and the supported list.
+adapter (workers/arch/adapters.py) or raise GalahadError naming the architecture and the supported list.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from galahad.flywheel.errors import GalahadError
+from galahad.workers.arch.adapters import FAMILIES
 from galahad.workers.arch.base import Architecture, LayerSpec
-from galahad.workers.arch.families import FAMILIES
 
 __all__ = ["Architecture", "LayerSpec", "for_config", "for_folder", "for_model_type", "supported"]
 
