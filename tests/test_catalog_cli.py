@@ -143,3 +143,26 @@ def test_read_only_commands_never_create_a_catalog(tmp_path, capsys):
     code, _, err = run(capsys, "--data", str(tmp_path / "fresh"), "catalog", "stats")
     assert one_line_error(code, err) and "no catalog" in err
     assert not (tmp_path / "fresh").exists()
+
+
+def test_truncated_listings_say_so_and_how_to_see_more(data, capsys):
+    root, url, ids = data
+    note = "2 of 4 shown; --limit N or --all for more"
+    code, out, err = run(capsys, *cat_args(root, url, "ls", "--limit", "2"))
+    assert code == 0 and out.strip().splitlines()[-1] == note and out.count("\n") == 4  # header, 2 rows, note
+    code, out, err = run(capsys, *cat_args(root, url, "ls", "--limit", "2", "--json"))
+    assert code == 0 and len(json.loads(out)) == 2 and err.strip() == note  # stdout stays one JSON document
+    code, out, _ = run(capsys, *cat_args(root, url, "ls", "--all"))
+    assert code == 0 and out.count("\n") == 5 and "shown" not in out  # every row, no note
+    code, out, _ = run(capsys, *cat_args(root, url, "ls", "--limit", "4"))
+    assert code == 0 and "shown" not in out  # exactly all of them: nothing left out
+    code, out, _ = run(capsys, *cat_args(root, url, "find", "--topic", "t0", "--limit", "1"))
+    assert code == 0 and out.strip().endswith("1 of 2 shown; --limit N or --all for more")
+    code, out, _ = run(capsys, *cat_args(root, url, "find", "--status", "verified", "--json"))
+    assert code == 0 and len(json.loads(out)) == 2 and {p["status"] for p in json.loads(out)} == {"verified"}
+    code, out, _ = run(capsys, *cat_args(root, url, "runs", "--limit", "1"))
+    assert code == 0 and "shown" not in out  # one run, one shown
+    code, _, err = run(capsys, *cat_args(root, url, "ls", "--limit", "2", "--all"))
+    assert one_line_error(code, err)
+    code, _, err = run(capsys, *cat_args(root, url, "find", "--status", "finished"))
+    assert one_line_error(code, err) and "unknown status" in err

@@ -14,7 +14,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from galahad.flywheel.artifacts.chain import walk
 from galahad.flywheel.artifacts.store import PUT_THREADS, BlobStore, check_id
@@ -133,15 +133,25 @@ class Artifacts(Part):
         with self.engine.connect() as conn:
             return conn.execute(select(ART.c.id).where(ART.c.id == artifact_id)).first() is not None
 
-    def listing(self, limit: int = 100, library: str | None = None) -> list[dict[str, Any]]:
-        """Newest first (or a library's chains in order, with chain_index and position), without token_ids."""
+    def listing(self, limit: int | None = 100, library: str | None = None) -> list[dict[str, Any]]:
+        """Newest first (or a library's chains in order, with chain_index and position), without token_ids;
+        `limit` None: every row."""
         if library is None:
-            stmt = select(*ART_LIGHT).order_by(ART.c.created_at.desc(), ART.c.id).limit(int(limit))
+            stmt = select(*ART_LIGHT).order_by(ART.c.created_at.desc(), ART.c.id)
         else:
             stmt = (select(*ART_LIGHT, ENT.c.chain_index, ENT.c.position).join(ENT, ENT.c.artifact_id == ART.c.id)
-                    .where(ENT.c.library == library).order_by(ENT.c.chain_index, ENT.c.position).limit(int(limit)))
+                    .where(ENT.c.library == library).order_by(ENT.c.chain_index, ENT.c.position))
+        if limit is not None:
+            stmt = stmt.limit(int(limit))
         with self.engine.connect() as conn:
             return rows(conn.execute(stmt))
+
+    def count(self, library: str | None = None) -> int:
+        """How many rows `listing` has in all (every artifact, or one library's entries)."""
+        stmt = (select(func.count()).select_from(ART) if library is None
+                else select(func.count()).select_from(ENT).where(ENT.c.library == library))
+        with self.engine.connect() as conn:
+            return int(conn.execute(stmt).scalar() or 0)
 
     def sizes(self) -> dict[str, int]:
         """Every artifact id with its recorded size (fsck, gc, export)."""

@@ -16,7 +16,7 @@ from sqlalchemy import bindparam, delete, func, or_, select
 
 from galahad.flywheel.catalog.db import now
 from galahad.flywheel.catalog.part import PREFIX, Part, id_prefix, one, rows
-from galahad.flywheel.catalog.schema import TABLES
+from galahad.flywheel.catalog.schema import PROBLEM_STATUSES, TABLES
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems import canonical
 from galahad.flywheel.problems.records import problem_hash  # one definition of "the same problem"
@@ -132,10 +132,27 @@ class Problems(Part):
         return out
 
     def find(
-        self, text: str | None = None, hash: str | None = None, topic: str | None = None, limit: int = 100
+        self, text: str | None = None, hash: str | None = None, topic: str | None = None, limit: int | None = 100,
+        status: str | None = None,
     ) -> list[dict[str, Any]]:
         """Problems matching all given filters: text (same normalized hash, or substring), hash (or a
-        prefix of at least 8 hex chars), topic (topic or template name)."""
+        prefix of at least 8 hex chars), topic (topic or template name), status (the queue's: pending,
+        claimed, verified, failed); `limit` None: every match."""
+        stmt = select(P).where(*self._matching(text, hash, topic, status)).order_by(P.c.created_at, P.c.id)
+        if limit is not None:
+            stmt = stmt.limit(int(limit))
+        with self.engine.connect() as conn:
+            return rows(conn.execute(stmt))
+
+    def count(self, text: str | None = None, hash: str | None = None, topic: str | None = None,
+              status: str | None = None) -> int:
+        """How many problems `find` with these filters has in all."""
+        stmt = select(func.count()).select_from(P).where(*self._matching(text, hash, topic, status))
+        with self.engine.connect() as conn:
+            return int(conn.execute(stmt).scalar() or 0)
+
+    @staticmethod
+    def _matching(text: str | None, hash: str | None, topic: str | None, status: str | None = None) -> list:
         conds = []
         if text is not None:
             conds.append(or_(P.c.id == problem_hash(text),
@@ -146,9 +163,11 @@ class Problems(Part):
             conds.append(id_prefix(P.c.id, hash))
         if topic is not None:
             conds.append(or_(P.c.topic == topic, P.c.template == topic))
-        stmt = select(P).where(*conds).order_by(P.c.created_at, P.c.id).limit(int(limit))
-        with self.engine.connect() as conn:
-            return rows(conn.execute(stmt))
+        if status is not None:
+            if status not in PROBLEM_STATUSES:
+                raise GalahadError(f"unknown status {status[:40]!r}; known: {', '.join(PROBLEM_STATUSES)}")
+            conds.append(P.c.status == status)
+        return conds
 
     def classify(self, text: str) -> dict[str, Any] | None:
         """The template and topic of the oldest catalog problem with `text`'s shape (numbers masked), or

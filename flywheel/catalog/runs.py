@@ -42,10 +42,18 @@ class Runs(Part):
             raise GalahadError(f"unknown run {str(run_id)[:80]!r}")
         return row
 
-    def recent(self, limit: int = 50) -> list[dict[str, Any]]:
-        """The newest runs first."""
+    def recent(self, limit: int | None = 50) -> list[dict[str, Any]]:
+        """The newest runs first (`limit` None: every run)."""
+        stmt = select(R).order_by(R.c.started_at.desc())
+        if limit is not None:
+            stmt = stmt.limit(int(limit))
         with self.engine.connect() as conn:
-            return rows(conn.execute(select(R).order_by(R.c.started_at.desc()).limit(int(limit))))
+            return rows(conn.execute(stmt))
+
+    def count(self) -> int:
+        """How many runs the catalog has recorded."""
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(R)).scalar() or 0)
 
     # -- attempts and verdicts ---------------------------------------------------------------------
 

@@ -35,18 +35,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     cs = p.add_subparsers(dest="catalog_command", required=True, metavar="ACTION")
     a = cs.add_parser("ls", parents=[common], help="list artifacts (newest first, or one library in order)")
     a.add_argument("--library", default=None)
-    a.add_argument("--limit", type=count(), default=50)
+    _add_limit(a, "artifacts")
     a = cs.add_parser("show", parents=[common], help="one artifact (with lineage) or problem, by id or prefix")
     a.add_argument("id")
     cs.add_parser("stats", parents=[common], help="counts, stored tokens and bytes")
     cs.add_parser("libraries", parents=[common], help="libraries with chains, tokens and bytes")
-    a = cs.add_parser("find", parents=[common], help="find problems by text, hash (prefix) or topic")
+    a = cs.add_parser("find", parents=[common], help="find problems by text, hash (prefix), topic or status")
     a.add_argument("text", nargs="?", default=None)
     a.add_argument("--hash", default=None)
     a.add_argument("--topic", default=None)
-    a.add_argument("--limit", type=count(), default=50)
+    a.add_argument("--status", default=None,
+                   help="the work queue's status: pending, claimed, verified or failed")
+    _add_limit(a, "problems")
     a = cs.add_parser("runs", parents=[common], help="learning runs, newest first (start, finish, summary)")
-    a.add_argument("--limit", type=count(), default=50)
+    _add_limit(a, "runs")
     verify = argparse.ArgumentParser(add_help=False)
     verify.add_argument("--verify", action="store_true",
                         help="also re-derive every artifact from its token ids and parent on the local engine "
@@ -83,6 +85,27 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also the libraries' current chains (spared by default: a running learner extends them "
                         "from the store); only while no learner runs on this catalog")
     p.set_defaults(func=run)
+
+
+LIST_LIMIT = 50  # rows a listing shows unless --limit N or --all
+
+
+def _add_limit(p: argparse.ArgumentParser, what: str) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--limit", type=count(), default=LIST_LIMIT, metavar="N",
+                   help=f"show at most N {what} (default {LIST_LIMIT})")
+    g.add_argument("--all", action="store_true", help=f"show every {what[:-1]}")
+
+
+def _limit(args: argparse.Namespace) -> int | None:
+    return None if args.all else args.limit
+
+
+def _truncated(shown: int, total: int, as_json: bool) -> None:
+    """Say when a listing left rows out, and how to see them (stdout under a table; stderr with --json,
+    which keeps stdout one JSON document)."""
+    if shown < total:
+        print(f"{shown:,} of {total:,} shown; --limit N or --all for more", file=sys.stderr if as_json else sys.stdout)
 
 
 def _open(args: argparse.Namespace):
@@ -230,8 +253,10 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
     if action == "ls":
         if args.library is not None and args.library not in {lib["library"] for lib in cat.libraries.all()}:
             raise GalahadError(f"unknown library {args.library[:200]!r}")
-        rows = cat.artifacts.listing(limit=args.limit, library=args.library)
+        rows = cat.artifacts.listing(limit=_limit(args), library=args.library)
         _json(rows) if as_json else _table(rows, ART_COLS + ([("chain_index", 5), ("position", 5)] if args.library else []))
+        if _limit(args) == len(rows):  # a full page: there may be more
+            _truncated(len(rows), cat.artifacts.count(args.library), as_json)
     elif action == "show":
         _show(cat, args.id, as_json)
     elif action == "stats":
@@ -248,7 +273,7 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
         _json(rows) if as_json else _table(rows, [("library", 40), ("topic", 20), ("chains", 6), ("artifacts", 9),
                                                   ("stored_tokens", 13), ("bytes", 14)])
     elif action == "runs":
-        rows = cat.runs.recent(args.limit)
+        rows = cat.runs.recent(_limit(args))
         if as_json:
             _json(rows)
         else:
@@ -256,11 +281,16 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
                 r["summary"] = ", ".join(f"{k} {v}" for k, v in (r.get("summary") or {}).items()
                                          if isinstance(v, int | float | str)) or "-"
             _table(rows, [("id", 12), ("started_at", 19), ("finished_at", 19), ("summary", 80)])
+        if _limit(args) == len(rows):
+            _truncated(len(rows), cat.runs.count(), as_json)
     elif action == "find":
-        if args.text is None and args.hash is None and args.topic is None:
-            raise GalahadError("find needs TEXT, --hash or --topic")
-        rows = cat.problems.find(text=args.text, hash=args.hash, topic=args.topic, limit=args.limit)
+        if args.text is None and args.hash is None and args.topic is None and args.status is None:
+            raise GalahadError("find needs TEXT, --hash, --topic or --status")
+        filters = {"text": args.text, "hash": args.hash, "topic": args.topic, "status": args.status}
+        rows = cat.problems.find(**filters, limit=_limit(args))
         _json(rows) if as_json else _table(rows, PROB_COLS)
+        if _limit(args) == len(rows):  # a full page: there may be more
+            _truncated(len(rows), cat.problems.count(**filters), as_json)
     elif action == "fsck":
         from galahad.flywheel.catalog.fsck import fsck
 

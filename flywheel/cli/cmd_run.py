@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -111,7 +112,8 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
                              args.kernel_mode)
         job = LearningJob(catalog, store, workers, config, {"address": args.address}, lock)
         nodes = job.nodes()
-        pending = catalog.stats()["by_status"]
+        before = catalog.stats()
+        pending = before["by_status"]
         total = sum(pending.get(s, 0) for s in ("pending", "claimed"))
         total = min(total, args.limit) if args.limit else total
         bar = tqdm(total=total, desc="flywheel", unit="problem", disable=args.no_progress, file=sys.stderr)
@@ -121,6 +123,7 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
             bar.set_postfix(t.postfix(), refresh=True)
 
         tally = job.drain(progress)
+        progress(tally)  # the bar ends on the summary's counts
         bar.close()
         result = summary(tally, config)
         job.finish(result)
@@ -130,13 +133,69 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
     result["run_id"] = run_id
     result["nodes"] = nodes
     result["catalog"] = catalog.stats()
+    result["artifacts_added"] = result["catalog"]["artifacts"] - before["artifacts"]
+    result.update(where(args, paths, catalog, store))
+    result["commands"] = next_commands(args, paths, result)
     if args.json:
         print(json.dumps(result, sort_keys=True, default=str))
     else:
-        c = result["catalog"]
-        print(f"run {run_id}: {tally.problems} problems, {tally.attempted} attempts, {tally.verified} verified, "
-              f"{tally.failed} failed, {tally.deposited} deposited ({tally.reconciled} after a restart), "
-              f"{tally.tokens_spent} tokens spent, {result['verified_per_hour']:.0f} verified/h")
-        print(f"catalog: {c['problems']} problems, {c['verified']} verified, {c['artifacts']} artifacts, "
-              f"{c['stored_tokens']} stored tokens, {c['bytes'] / 1e6:.1f} MB")
+        print("\n".join(report(result)))
     return 0
+
+
+def where(args, paths, catalog, store) -> dict:
+    """Where the run's results live: the data dir, the catalog (its URL, password hidden), the store."""
+    from galahad.flywheel.catalog.db import redact
+
+    return {"data_dir": str(paths.root), "catalog_url": redact(catalog.url), "store": str(store.root)}
+
+
+def next_commands(args, paths, result: dict) -> dict:
+    """Commands that pick up where this run left off, with the flags that reach the same data."""
+    from galahad.flywheel.config import DEFAULT_MODEL, DEFAULTS, Paths
+
+    top = ["galahad"] + ([] if paths.root == Paths.resolve(None).root else ["--data", str(paths.root)])
+    place = ([] if args.catalog is None else ["--catalog", result["catalog_url"]]) + \
+        ([] if args.store is None else ["--store", str(args.store)])
+    engine = ([] if args.model == DEFAULT_MODEL else ["--model", args.model]) + \
+        ([] if args.kernel_mode == DEFAULTS.kernel_mode else ["--kernel-mode", args.kernel_mode])
+    learned = result["verified_examples"]
+    commands = {
+        "list_artifacts": [*top, "catalog", "ls", *place],
+        "list_failed": [*top, "catalog", "find", "--status", "failed", "--all", *place],
+        "list_runs": [*top, "catalog", "runs", *place],
+    }
+    if learned:
+        commands["solve"] = [*top, "solve", *engine, *place, learned[0]["text"]]
+    else:  # nothing learned: more samples per problem
+        commands["run_again"] = [*top, "run", *engine, *place, "--k", str(2 * args.k)]
+    return {name: shlex.join(argv) for name, argv in commands.items()}
+
+
+def report(r: dict, shown: int = 3) -> list[str]:
+    """The run's summary for people: what was learned, where it lives, what failed, what to try next."""
+    c = r["catalog"]
+    lines = [
+        f"run {r['run_id']}: verified {r['verified']:,} of {r['problems']:,} problems ({r['failed']:,} failed) "
+        f"in {r['attempted']:,} attempts, {r['tokens_spent']:,} tokens, {r['seconds']:.1f} s "
+        f"({r['verified_per_hour']:.0f} verified/h)",
+        f"learned: deposited {r['deposited']:,} verified solutions"
+        + (f" ({r['reconciled']:,} of them after a restart)" if r["reconciled"] else "")
+        + f"; {r['artifacts_added']:,} artifacts added (each solution: a library and a recall artifact)",
+        "where it lives:",
+        f"  data dir  {r['data_dir']}",
+        f"  catalog   {r['catalog_url']}  ({c['problems']:,} problems, {c['verified']:,} verified, "
+        f"{c['artifacts']:,} artifacts, {c['bytes'] / 1e6:.1f} MB)",
+        f"  store     {r['store']}",
+    ]
+    if r["failed"]:
+        lines.append(f"failed: {r['failed']:,} problems (no verified answer in the budget), e.g.")
+        lines += [f"  {e['id'][:16]}  {e['text'][:100]}" for e in r["failed_examples"][:shown]]
+        lines.append(f"  every failed problem in the catalog: {r['commands']['list_failed']}")
+    lines.append("next:")
+    if "solve" in r["commands"]:
+        lines.append(f"  {r['commands']['solve']}   (a learned problem, answered from its graft)")
+    else:
+        lines.append(f"  {r['commands']['run_again']}   (nothing verified: twice the samples per problem)")
+    lines.append(f"  {r['commands']['list_artifacts']}   (the artifacts)")
+    return lines

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import ray
 
@@ -35,9 +35,17 @@ def problems_per_call(config: LoopConfig) -> int:
     return max(1, config.sampling.batch_rows // config.round_size)
 
 
+EXAMPLES = 5  # problems a tally names per outcome (the summary's examples); the counts cover all of them
+
+
+def example(problem: dict) -> dict:
+    """A problem as a tally names it: its id and its text, one line, cut at 200 characters."""
+    return {"id": problem["id"], "text": " ".join(str(problem.get("text", "")).split())[:200]}
+
+
 @dataclass
 class Tally:
-    """Live figures for the progress bar and the run summary."""
+    """Live figures for the progress bar and the run summary (the same counters, by the same names)."""
 
     problems: int = 0
     attempted: int = 0
@@ -49,10 +57,15 @@ class Tally:
     seconds: float = 0.0
     sampling_seconds: float = 0.0  # the generators' own time on the attempts (prompt prefill + decode)
     reconciled: int = 0
+    verified_examples: list[dict] = field(default_factory=list)  # the first EXAMPLES verified, id and text
+    failed_examples: list[dict] = field(default_factory=list)  # the first EXAMPLES failed, id and text
 
     def postfix(self) -> dict:
-        return {"attempted": self.attempted, "verified": self.verified, "deposited": self.deposited,
-                "tokens": self.tokens_spent, "saved/recur": self.tokens_to_solve}
+        """The progress bar's counters: the summary's, by its (`--json`) names. `deposited` counts verified
+        solutions whose deposit is recorded (each is a library and a recall artifact); it trails `verified`
+        while deposits run in the background and catches up by the end of the run."""
+        return {"verified": self.verified, "failed": self.failed, "attempted": self.attempted,
+                "deposited": self.deposited, "tokens_spent": self.tokens_spent}
 
 
 class Flywheel:
@@ -153,12 +166,18 @@ class Flywheel:
                         self.catalog.queue.mark(problem["id"], "failed")
                         held.pop(problem["id"])
                         self.tally.failed += 1
+                        if len(self.tally.failed_examples) < EXAMPLES:
+                            self.tally.failed_examples.append(example(problem))
                 if again:
                     submit(again)
-                self.tally.seconds = time.perf_counter() - t0
-                if on_progress:
-                    on_progress(self.tally)
+            # After every wake-up, deposits included: the last deposits land after the last sampling round,
+            # and a bar updated only on rounds would end short of the summary's count.
+            self.tally.seconds = time.perf_counter() - t0
+            if on_progress and ready:
+                on_progress(self.tally)
         self.tally.seconds = time.perf_counter() - t0
+        if on_progress:
+            on_progress(self.tally)
         return self.tally
 
     def _record(self, run_id: str, problem: dict, results: list[AttemptResult], spent: dict[str, int]) -> bool:
@@ -182,6 +201,8 @@ class Flywheel:
         r, verification_id = accepted
         self.background.add(problem, r.answer, verification_id)  # the verdict is committed: a kill loses nothing
         self.tally.verified += 1
+        if len(self.tally.verified_examples) < EXAMPLES:
+            self.tally.verified_examples.append(example(problem))
         self.tally.tokens_to_solve += spent.pop(problem["id"])
         return True
 
