@@ -179,6 +179,7 @@ def test_text_condition_is_byte_identical_to_the_grafted_chain(memory):
         assert text["output_sha256"] == graft["output_sha256"] and text["input_sha256"] == graft["input_sha256"]
 
 
+@pytest.mark.slow  # `galahad eval transfer` in a fresh process: six conditions over a problem file (~30 s+)
 def test_eval_transfer_on_a_problem_file_end_to_end(memory, model_cache):
     dep, catalog, store, data = memory
     src = learn(dep, catalog, "What is 3 + 4?", "7")

@@ -24,17 +24,33 @@ from galahad.workers.sampling import SamplingConfig, sample_seed
 RT = DEFAULT_RUNTIME.with_(threads=1)
 PROBLEM = {"id": problem_hash("What is 3 + 4?"), "text": "What is 3 + 4?"}
 
-CHILD = """
+OTHER_PROCESS = """
 from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
 pin_process_env(DEFAULT_RUNTIME.with_(threads=1))
 import json, sys
 from galahad.workers.generator import Generator
-from galahad.workers.sampling import SamplingConfig, sample_seed
-from galahad.flywheel.problems.prompts import ANSWER_STOP
-problem, cache, sampler = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+from galahad.workers.sampling import SamplingConfig
+problem, problems, cache, wide = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
 gen = Generator("tiny", cache, DEFAULT_RUNTIME.with_(threads=1))
-print(json.dumps([r.output_text for r in gen.attempt(problem, SamplingConfig(k=6, max_tokens=8, seed=9, sampler=sampler))]))
+out = {s: [r.output_text for r in gen.attempt(problem, SamplingConfig(k=6, max_tokens=8, seed=9, sampler=s))]
+       for s in ("batched", "sequential")}
+rounds = gen.attempt_many([(p, 1, 3) for p in problems], SamplingConfig(k=4, max_tokens=8, seed=5, batch_rows=4))
+out["call"] = [[r.output_text for r in rs] for rs in rounds]
+wide_gen = Generator(wide, wide, DEFAULT_RUNTIME.with_(threads=1, attn_implementation="grouped"))
+rounds = wide_gen.attempt_many([(p, 0, 3) for p in problems], SamplingConfig(k=3, max_tokens=6, seed=2, batch_rows=5))
+out["wide"] = [[r.output_text for r in rs] for rs in rounds]
+print(json.dumps(out))
 """
+
+
+@pytest.fixture(scope="module")
+def other_process(model_cache, wide_tiny):
+    """What a fresh process draws for this module's cross-process checks: one child computes them all
+    (each check's own config, as it would alone), so the module pays for one interpreter, torch import
+    and model load, not four."""
+    proc = subprocess.run([sys.executable, "-c", OTHER_PROCESS, json.dumps(PROBLEM), json.dumps(PROBLEMS),
+                           str(model_cache), str(wide_tiny)], capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
@@ -82,15 +98,13 @@ def test_samplers_are_named_and_swappable():
 
 
 @pytest.mark.parametrize("sampler", ["batched", "sequential"])
-def test_same_seed_same_sampler_same_text_across_processes(gen, model_cache, sampler):
+def test_same_seed_same_sampler_same_text_across_processes(gen, other_process, sampler):
     cfg = SamplingConfig(k=6, max_tokens=8, seed=9, sampler=sampler)
     here = gen.attempt(PROBLEM, cfg)
     assert [r.output_text for r in gen.attempt(PROBLEM, cfg)] == [r.output_text for r in here]
     assert all(r.sampling["sampler"] == sampler for r in here)
     assert len({r.output_text for r in here}) > 1  # distinct seeds, distinct draws
-    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(PROBLEM), str(model_cache), sampler],
-                          capture_output=True, text=True, check=True)
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [r.output_text for r in here]
+    assert other_process[sampler] == [r.output_text for r in here]
 
 
 def test_batched_and_sequential_apply_the_same_stop_and_length_rules(gen, eos):
@@ -237,20 +251,7 @@ def test_many_prompts_in_one_continuous_batch_draw_what_one_at_a_time_draws(inva
     assert [[s.token_ids for s in r] for r in wide] == [[s.token_ids for s in r] for r in batched]
 
 
-CALL_CHILD = """
-from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
-pin_process_env(DEFAULT_RUNTIME.with_(threads=1))
-import json, sys
-from galahad.workers.generator import Generator
-from galahad.workers.sampling import SamplingConfig
-problems, cache = json.loads(sys.argv[1]), sys.argv[2]
-gen = Generator("tiny", cache, DEFAULT_RUNTIME.with_(threads=1))
-out = gen.attempt_many([(p, 1, 3) for p in problems], SamplingConfig(k=4, max_tokens=8, seed=5, batch_rows=4))
-print(json.dumps([[r.output_text for r in rs] for rs in out]))
-"""
-
-
-def test_one_call_for_several_problems_is_deterministic_across_processes(gen, model_cache):
+def test_one_call_for_several_problems_is_deterministic_across_processes(gen, other_process):
     cfg = SamplingConfig(k=4, max_tokens=8, seed=5, batch_rows=4)
     out = gen.attempt_many([(p, 1, 3) for p in PROBLEMS], cfg)
     assert [[(r.problem_id, r.sample) for r in rs] for rs in out] == [[(p["id"], i) for i in (1, 2, 3)] for p in PROBLEMS]
@@ -260,9 +261,7 @@ def test_one_call_for_several_problems_is_deterministic_across_processes(gen, mo
     assert sum(r.seconds for rs in out for r in rs) > 0
     texts = [[r.output_text for r in rs] for rs in out]
     assert [[r.output_text for r in rs] for rs in gen.attempt_many([(p, 1, 3) for p in PROBLEMS], cfg)] == texts
-    proc = subprocess.run([sys.executable, "-c", CALL_CHILD, json.dumps(PROBLEMS), str(model_cache)],
-                          capture_output=True, text=True, check=True)
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == texts
+    assert other_process["call"] == texts
     # one problem alone is the one-problem call
     one = gen.attempt_many([(PROBLEMS[0], 0, 4)], cfg)[0]
     assert [r.output_text for r in one] == [r.output_text for r in gen.attempt(PROBLEMS[0], cfg)]
@@ -326,20 +325,7 @@ def wide_tiny(model_cache, tmp_path_factory):
     return folder
 
 
-WIDE_CHILD = """
-from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
-pin_process_env(DEFAULT_RUNTIME.with_(threads=1))
-import json, sys
-from galahad.workers.generator import Generator
-from galahad.workers.sampling import SamplingConfig
-problems, folder = json.loads(sys.argv[1]), sys.argv[2]
-gen = Generator(folder, folder, DEFAULT_RUNTIME.with_(threads=1, attn_implementation="grouped"))
-out = gen.attempt_many([(p, 0, 3) for p in problems], SamplingConfig(k=3, max_tokens=6, seed=2, batch_rows=5))
-print(json.dumps([[r.output_text for r in rs] for rs in out]))
-"""
-
-
-def test_a_call_prefills_its_prompts_together_when_that_is_exact(wide_tiny, model_cache):
+def test_a_call_prefills_its_prompts_together_when_that_is_exact(wide_tiny, model_cache, other_process):
     gen = Generator(str(wide_tiny), model_cache, RT.with_(attn_implementation="grouped"))
     together = gen.prompts_together(PROBLEMS, max_tokens=6)
     assert together is not None and len(together) == len(PROBLEMS)
@@ -354,9 +340,7 @@ def test_a_call_prefills_its_prompts_together_when_that_is_exact(wide_tiny, mode
     out = gen.attempt_many([(p, 0, 3) for p in PROBLEMS], cfg)
     texts = [[r.output_text for r in rs] for rs in out]
     assert [[r.output_text for r in rs] for rs in gen.attempt_many([(p, 0, 3) for p in PROBLEMS], cfg)] == texts
-    proc = subprocess.run([sys.executable, "-c", WIDE_CHILD, json.dumps(PROBLEMS), str(wide_tiny)],
-                          capture_output=True, text=True, check=True)
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == texts
+    assert other_process["wide"] == texts
     # every sample's prefill share is positive, and the call's samples obey the rules
     assert all(r.seconds > 0 for rs in out for r in rs)
     # the batch-invariant mode never batches a prefill (its attention needs contiguous keys)
