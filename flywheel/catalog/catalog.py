@@ -12,6 +12,7 @@ part sharing the catalog's engine:
 - `catalog.runtimes`  the readable facts behind runtime fingerprints (`runtimes.py`)
 - `catalog.recompiles` artifacts another runtime made and their rebuilt twins (`recompiles.py`)
 - `catalog.evictions` blobs deleted to fit a store budget, and their rebuilds (`evictions.py`)
+- `catalog.golds`     problems added with their golds checked atomically (`golds.py`)
 
 The catalog itself keeps what spans them: `write()`, `insert_ignore`, `resolve` (an id prefix of either
 kind) and `stats`. Inserts are idempotent (ON CONFLICT DO NOTHING on content-derived keys): the same
@@ -30,6 +31,7 @@ from galahad.flywheel.artifacts.store import PUT_THREADS
 from galahad.flywheel.catalog.artifacts import Artifacts, store_location
 from galahad.flywheel.catalog.db import now, open_engine, reader_engine, redact, write_transaction
 from galahad.flywheel.catalog.evictions import Evictions
+from galahad.flywheel.catalog.golds import Golds
 from galahad.flywheel.catalog.libraries import Libraries
 from galahad.flywheel.catalog.part import PREFIX, id_prefix, new_id
 from galahad.flywheel.catalog.problems import Problems
@@ -41,6 +43,7 @@ from galahad.flywheel.catalog.runtimes import Runtimes
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.records import problem_hash  # one definition of "the same problem"
+from galahad.flywheel.problems.scopes import SHARED, check_scope
 
 P, R, A, V, ART = (TABLES[t] for t in ("problems", "runs", "attempts", "verifications", "artifacts"))
 __all__ = ["Catalog", "PUT_THREADS", "problem_hash", "now", "new_id", "store_location"]
@@ -64,6 +67,7 @@ class Catalog:
         self.runtimes = Runtimes(self)
         self.recompiles = Recompiles(self)
         self.evictions = Evictions(self)
+        self.golds = Golds(self)
 
     def close(self) -> None:
         if self.reader is not self.engine:
@@ -83,6 +87,20 @@ class Catalog:
         """A transaction that will write: use it (not `engine.begin()`) for raw SQL writes, so SQLite takes
         the write lock up front and waits for it instead of failing with 'database is locked'."""
         return write_transaction(self.engine)
+
+    @staticmethod
+    def scoped(scope: str) -> dict[str, str]:
+        """The scope column's value for a new row of `scope` (checked)."""
+        return {"scope": check_scope(scope)}
+
+    @staticmethod
+    def visible(table: Table, scope: str | None) -> list:
+        """WHERE clauses: the rows of `table` that `scope` sees (its own and shared); None: every row (the
+        admin's and the single-user service's view)."""
+        if scope is None:
+            return []
+        check_scope(scope)
+        return [table.c.scope == SHARED] if scope == SHARED else [table.c.scope.in_((scope, SHARED))]
 
     def insert_ignore(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> int:
         """Insert, skipping rows whose primary key exists; returns how many were new. Race-safe."""

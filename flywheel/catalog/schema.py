@@ -44,6 +44,7 @@ NAMING_CONVENTION = {
 PROBLEM_STATUSES = ("pending", "claimed", "verified", "failed")
 HASH = String(64)  # SHA-256 hex
 UUID = String(32)  # uuid4().hex
+SCOPE = String(40)  # a tenant's name, or `shared`
 
 
 class Base(DeclarativeBase):
@@ -58,6 +59,7 @@ class ProblemRow(Base):
     __table_args__ = (
         CheckConstraint(f"status IN {PROBLEM_STATUSES!r}", name="status"),
         Index("ix_problems_status_created_at", "status", "created_at"),
+        Index("ix_problems_scope_status_created_at", "scope", "status", "created_at"),
     )
 
     id: Mapped[str] = mapped_column(HASH, primary_key=True)  # problem_hash(text)
@@ -74,6 +76,8 @@ class ProblemRow(Base):
     claims: Mapped[int] = mapped_column(Integer, default=0)  # how often it was handed out
     created_at: Mapped[datetime] = mapped_column(DateTime)
     updated_at: Mapped[datetime] = mapped_column(DateTime)
+    # Migration 0006: whose memory it is (`problems/scopes.py`): a tenant's name, or `shared`.
+    scope: Mapped[str] = mapped_column(SCOPE, default="shared", server_default="shared")
 
 
 class RunRow(Base):
@@ -145,6 +149,7 @@ class ArtifactRow(Base):
     last_grafted_at: Mapped[datetime | None] = mapped_column(DateTime)
     evicted_at: Mapped[datetime | None] = mapped_column(DateTime)
     rebuilds: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    scope: Mapped[str] = mapped_column(SCOPE, default="shared", server_default="shared", index=True)  # 0006
 
 
 class LibraryRow(Base):
@@ -156,6 +161,7 @@ class LibraryRow(Base):
     topic: Mapped[str | None] = mapped_column(String(200))
     template: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(DateTime)
+    scope: Mapped[str] = mapped_column(SCOPE, default="shared", server_default="shared", index=True)  # 0006
 
 
 class LibraryEntryRow(Base):
@@ -223,5 +229,55 @@ class ProblemShape(Base):
     shape_hash: Mapped[str] = mapped_column(HASH)
     created_at: Mapped[datetime] = mapped_column(DateTime)
 
+
+class TenantRow(Base):
+    """A tenant of `galahad serve` (migration 0006): its token only as a salted SHA-256 (`catalog.tenants`),
+    its quotas (None: unlimited), and whether it was revoked. Its name is its memory's scope."""
+
+    __tablename__ = "tenants"
+
+    name: Mapped[str] = mapped_column(SCOPE, primary_key=True)
+    token_salt: Mapped[str] = mapped_column(String(32))
+    token_hash: Mapped[str] = mapped_column(HASH, unique=True)
+    rpm: Mapped[int | None] = mapped_column(Integer)  # requests per minute
+    queue: Mapped[int | None] = mapped_column(Integer)  # problems waiting to be learned
+    store_bytes: Mapped[int | None] = mapped_column(BigInteger)  # artifact bytes in its scope
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+    rotated_at: Mapped[datetime | None] = mapped_column(DateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class PromotionRow(Base):
+    """A tenant's verified problem moved into `shared` (migration 0006): who moved it, when, from where."""
+
+    __tablename__ = "promotions"
+
+    id: Mapped[str] = mapped_column(UUID, primary_key=True)
+    problem_id: Mapped[str] = mapped_column(HASH, index=True)  # its id in shared
+    from_scope: Mapped[str] = mapped_column(SCOPE)
+    from_problem_id: Mapped[str] = mapped_column(HASH)
+    promoted_by: Mapped[str] = mapped_column(String(200))
+    promoted_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+
+class TransferGateRow(Base):
+    """Whether the `transfer` or `similar` route may answer for a (model, library) (migration 0007): open only
+    where `eval transfer` on held-out problems measured the route beating the base model on the same problems
+    (`catalog.gates`). The evidence: the manifest's id, the condition measured, both counts."""
+
+    __tablename__ = "transfer_gates"
+
+    model_fingerprint: Mapped[str] = mapped_column(String(128), primary_key=True)
+    library: Mapped[str] = mapped_column(String(200), primary_key=True)  # template:<t> or topic:<t>
+    route: Mapped[str] = mapped_column(String(16), primary_key=True)  # transfer | similar
+    open: Mapped[bool] = mapped_column(Boolean)
+    manifest_id: Mapped[str] = mapped_column(HASH)  # the eval manifest's manifest_sha256
+    condition: Mapped[str] = mapped_column(String(40))  # the eval condition that measured the route
+    route_correct: Mapped[int] = mapped_column(Integer)
+    route_n: Mapped[int] = mapped_column(Integer)
+    base_correct: Mapped[int] = mapped_column(Integer)
+    base_n: Mapped[int] = mapped_column(Integer)
+    recorded_at: Mapped[datetime] = mapped_column(DateTime)
 
 TABLES = Base.metadata.tables

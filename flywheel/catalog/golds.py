@@ -1,0 +1,82 @@
+"""`catalog.golds`: adding problems whose golds must agree with the catalog's, atomically.
+
+Two golds for the same problem (the same text hash, or the same canonical key) within a scope must agree
+(`app.intake`). Checking with a read and then inserting in another transaction races: two callers
+submitting the same problem with different golds at the same moment both read "nothing here" and both
+succeed. `add_checked` makes the check and the insert one transaction that holds a lock on every gold it
+compares:
+
+- SQLite: the write transaction is `BEGIN IMMEDIATE` (`db.write_transaction`): writers are serialized, so
+  the read inside it sees every committed gold and none can commit before this one ends.
+- PostgreSQL: a transaction-level advisory lock per (scope, text hash) and per (scope, canonical key),
+  taken in sorted order (no deadlocks) before the read; under READ COMMITTED the read that follows the
+  lock sees whatever the previous holder committed.
+
+Of two conflicting concurrent submits one commits and the other's check sees its row: one succeeds and
+the other gets the caller's conflict error, every time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import select
+
+from galahad.flywheel.catalog.db import now
+from galahad.flywheel.catalog.part import Part, rows
+from galahad.flywheel.catalog.problems import key_row
+from galahad.flywheel.catalog.schema import TABLES
+from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.problems.records import problem_hash
+from galahad.flywheel.problems.scopes import SHARED
+
+P, KEY = TABLES["problems"], TABLES["problem_keys"]
+GOLD_COLS = (P.c.id, P.c.text, P.c.answer, P.c.source, P.c.gold_source)
+
+# check(by_hash: {problem id: row}, by_key: {canonical key: [rows]}) raises on a conflict
+Check = Callable[[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]], None]
+
+
+class Golds(Part):
+    def add_checked(self, items: list[dict[str, Any]], check: Check, scope: str = "shared") -> list[str]:
+        """Like `problems.add_many`, but `check` is called inside the write transaction, with every stored
+        problem of `scope` (or shared) that has one of the items' ids or canonical keys, after their locks
+        are held: whatever it raises rolls the batch back. Returns the ids."""
+        t = now()
+        new = []
+        for it in items:
+            if not isinstance(it.get("text"), str) or not it["text"].strip():
+                raise GalahadError("a problem needs non-empty text")
+            new.append(dict(
+                id=it["id"], text=it["text"], answer=str(it["answer"]), source=it["source"], topic=it["topic"],
+                template=it.get("template"), external_id=it.get("external_id"), gold_source=it.get("gold_source"),
+                status="pending", claimed_by=None, lease_until=None, claims=0, created_at=t, updated_at=t,
+                **self._catalog.scoped(scope),
+            ))
+        unique = list({r["id"]: r for r in new}.values())
+        keys = [key_row(r["id"], r["text"]) for r in unique]  # user text parsed outside the transaction
+        ids = sorted(r["id"] for r in unique)
+        # a tenant's text is compared with shared's copy of it too (what the tenant's routing would recall)
+        looked = sorted(set(ids) | ({problem_hash(r["text"]) for r in unique} if scope != SHARED else set()))
+        canon = sorted({k["canonical_key"] for k in keys if k["canonical_key"]})
+        visible = self._catalog.visible(P, scope)
+        with self.write() as conn:
+            if self._catalog.dialect == "postgresql":
+                for name in [f"gold h {scope} {i}" for i in ids] + [f"gold k {scope} {k}" for k in canon]:
+                    conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtextextended(%(k)s, 0))", {"k": name})
+            by_hash: dict[str, dict[str, Any]] = {}
+            for i in range(0, len(looked), 500):
+                for r in rows(conn.execute(select(*GOLD_COLS).where(P.c.id.in_(looked[i:i + 500]), *visible))):
+                    by_hash[r["id"]] = r
+            by_key: dict[str, list[dict[str, Any]]] = {}
+            for i in range(0, len(canon), 500):
+                stmt = (select(*GOLD_COLS, KEY.c.canonical_key).join(KEY, KEY.c.problem_id == P.c.id)
+                        .where(KEY.c.canonical_key.in_(canon[i:i + 500]), *visible).order_by(P.c.created_at, P.c.id))
+                for r in rows(conn.execute(stmt)):
+                    by_key.setdefault(r["canonical_key"], []).append(r)
+            check(by_hash, by_key)
+            self.insert_ignore(conn, P, new)
+            self.insert_ignore(conn, KEY, keys)
+            self._catalog.problems._add_shapes(conn, [r["id"] for r in unique])
+        return [r["id"] for r in new]
