@@ -98,7 +98,7 @@ def test_work_that_is_not_a_grammar_step_is_counted():
     assert canonical.reader_work(eq) > parse_only[0]  # + the normal form of the reading's trees
     # "the difference between A and B" compares A and B only where both are short
     assert canonical.value("What is the difference between 3 squared and 4?") == 5
-    long_a = "the product of " + " and ".join(["12345"] * 12)
+    long_a = "the product of " + " and ".join(str(12345 + i) for i in range(12))  # distinct: 12345^12 is short
     assert canonical.canonical_key(f"What is the difference between {long_a} and 3?") is None
 
 

@@ -323,6 +323,7 @@ BINARY_WORDS = {  # (template, the tree's left operand is {A})
     "*": ["{A} times {B}", "{A} multiplied by {B}"],
     "/": ["{A} divided by {B}", "{A} over {B}"],
 }
+RELATIVE_WORDS = {"{B} more than {A}", "{A} increased by {B}", "{B} less than {A}", "{A} decreased by {B}"}
 ORDINAL = {2: "second", 3: "third"}
 
 
@@ -337,6 +338,10 @@ def said(t, pick, top=True) -> str:
                  f"{inner[0]} to the {ORDINAL[k]} power", f"{inner[0]} raised to the power of {k}"]
         return forms[pick(len(forms))]
     forms = BINARY_WORDS[t[0]]
+    if t[0] in "+-" and not (t[2][0] == "lit" and t[2][1].denominator == 1 and t[2][2].lstrip("-").isdigit()):
+        # "5 increased by one half", "one half more than 5": English reads a fraction there as a part of A
+        # (7.5, issue 42) or either way ("by 1/2"): such a text is no rendering of 5 + 1/2
+        forms = [f for f in forms if f not in RELATIVE_WORDS]
     return forms[pick(len(forms))].format(A=inner[0], B=inner[1])
 
 

@@ -136,7 +136,8 @@ def test_run_refuses_a_file_with_a_wrong_or_conflicting_gold(tmp_path, model_cac
                           input="Add 2 and 2.\nWhat is 2 + 2?\nWhat is 2 + 2!\n", capture_output=True, text=True,
                           env=env, timeout=300)
     got = [json.loads(line) for line in keys.stdout.splitlines()]
-    assert got[0]["key"] == got[1]["key"] is not None and got[2] == {"text": "What is 2 + 2!", "key": None}
+    assert got[0]["key"] == got[1]["key"] is not None and got[2] == {"text": "What is 2 + 2!", "key": None, "value": None}
+    assert got[0]["value"] == got[1]["value"] == "4"  # each key's value beside it
 
 
 def test_problem_files_refuse_nul_and_lone_surrogates():

@@ -12,7 +12,20 @@ and so does a text with a reading marked doubtful (an ambiguity below). `value(t
 
 Keys. An expression's key is its tree with `+`/`*` flattened and sorted, subtraction kept as `+(a,-(b))`,
 division as `*(a,/(b))`, `-` on a literal folded into it (`-3`), number words and decimals as exact
-rationals (`0.5` is `1/2`; `1/2` is `*(1,/(2))`). Never evaluated: `2 + 2` and `3 + 1` differ. An
+rationals. Numerals are canonical: a division of two literals that is no whole number is the rational
+it names (`1/3`, "a third", "2/6", "2 divided by 6" are `1/3`; `0.75` and `3/4` are `3/4`; as a factor
+of a product it is its written division again, so `0 * (1/2)` and `0 * 1 / 2` agree), a whole quotient
+stays a division ("What is 6/2?" is a question, `*(6,/(2))`), equal factors are a power (`5 * 5 * 5`,
+`5^2 * 5` and "5 cubed" are `^(5,3)`; `(-3) * (-3)` is `(-3)^2`), "f of x" with a unit fraction is x / d
+("1/3 of 27" = "a third of 27" = "27 / 3"). Otherwise never evaluated: `2 + 2` and `3 + 1` differ.
+The question's wording is never in the key: "What is E?", "What number is E?", "Find E.", "Q: E? A:"
+share E's key (an equation reading "unknown = E" beside the expression reading E is the same question).
+Relative change (k4): "increase/decrease/reduce/raise/cut A by B", "A increased/decreased/reduced by
+B", "A less B", "B more/less/fewer than A" read a percentage or a fraction in words B as a part of A
+("increase 60 by a third" is 60 * (1 + 1/3) = 80, "60 less 10%" 54, "a third more than 60" 80, "15% of
+60" 9); a fraction in digits there ("increase 60 by 1/3", "1/3 more than 60") or a fraction word after
+"less" is read both ways by writers: no key; a percentage anywhere else ("60 + 10%") is no key either.
+Powers with a literal non-whole exponent (roots: "2 to the power of 0.5") get no key. An
 equation's key is the primitive integer form A*x + B = 0 (A > 0, gcd 1) of lhs - rhs: any letter, any
 arrangement, any linear rewriting with the same solution (`x + 3 = 7`, `7 = 3 + x`, `2x = 8` share one).
 Non-linear equations, no or infinitely many solutions -> no key.
@@ -83,7 +96,7 @@ Refused as ambiguous (no key), and why:
   a number word ("two/three", "6 divided by two/three").
 - a mixed number read as two list items in a product ("the product of two and a half and four": 4 as a
   list, 10 as 2 1/2 * 4; "the product of 2 and 1/2 and 4"); sums are kept, the readings agree there.
-Refused as unsupported (no key): `!`, `%`/percent, mod, `//`, xor, bases and `0x10`, `1e5`, mixed numbers
+Refused as unsupported (no key): `!`, `%`/percent outside "P% of A" and the relative changes, mod, `//`, xor, bases and `0x10`, `1e5`, mixed numbers
 "2 1/2" / "one and a half", "3 quarters", "two point five million", "three point twenty five", "10 thousand", "twelve hundred", "twenty-ten", "6 to the 2", "x" as times in an equation or
 unspaced (`3x4`), commas that are not thousands groups, units, currency, any instruction that changes
 the answer (rounding, "in binary", "as a fraction"), inequalities, two unknowns, texts longer than
@@ -106,9 +119,11 @@ from galahad.flywheel.problems import key_grammar, key_tree
 from galahad.flywheel.problems.key_frames import readings
 from galahad.flywheel.problems.key_lexer import Refuse, admissible, tokenize
 
-# k1: the sympy reader; k2: read "3/4 divided by 2/3" as 3/4/2/3. A stored key of an older version is
-# recomputed (catalog.ensure_keys), so no key of a misread text survives.
-KEY_VERSION = "k3"
+# k1: the sympy reader; k2: read "3/4 divided by 2/3" as 3/4/2/3; k3: read "increase 60 by a third" as
+# 60 + 1/3 and numerals unfolded (a third != 1/3 != 0.333.., 5*5*5 != 5^3). A stored key of an older
+# version is recomputed (catalog.ensure_keys), so no key of a misread text survives.
+KEY_VERSION = "k4"
+MAX_KEYED_READINGS = 4  # readings with different keys compared by value before a text is refused
 MAX_CHARS = 300  # checked first: a longer text is no arithmetic one-liner, no key
 
 
@@ -118,11 +133,20 @@ def _prepare(text) -> str | None:
     return text.replace("\u2019", "'").lower()
 
 
+def _root_power(t: tuple) -> bool:
+    """A power with a literal exponent that is no whole number (a root: 2^(1/2), 8^(1/3))."""
+    if t[0] == "^" and t[3][0] == "n" and t[3][2].denominator != 1:
+        return True
+    return any(_root_power(a) for a in key_tree.args(t))
+
+
 def _reading_key(r: tuple) -> str | None:
     if r[0] == "e":
         tree = r[1]
-        if tree[0] == "n" or key_tree.has_var(tree):
-            return None  # a bare number is no problem to recall
+        if (tree[0] == "n" and tree[2].denominator == 1) or key_tree.has_var(tree):
+            return None  # a bare whole number is no problem to recall ("What is 6/8?" is: 3/4)
+        if _root_power(tree):
+            return None  # 2 to the power of 0.5: no rational value, so no key
         k = "e:" + key_tree.key(tree)
     else:
         form = key_tree.equation_form(r[1], r[2])
@@ -132,22 +156,50 @@ def _reading_key(r: tuple) -> str | None:
     return k if len(k) <= key_tree.MAX_KEY_CHARS and "?(" not in k else None
 
 
+def _names_an_expression(r: tuple, exprs: set) -> bool:
+    """An equation reading 'unknown = E' (either side) whose E is also read as the expression to
+    evaluate: the same question, asked with a number phrase ("What number is E?" beside "What is E?")."""
+    lhs, rhs = r[1], r[2]
+    return (lhs == key_tree.VAR and rhs[1] in exprs) or (rhs == key_tree.VAR and lhs[1] in exprs)
+
+
 def _key_of(found: dict, work: list[int]) -> tuple[str, tuple] | None:
     """The one key of a text's readings, or None (no reading, a reading without a key, two keys). The
     work counter goes on: an equation's normal form walks its trees (about one step per 16 key chars)."""
     keyed: dict = {}
+    exprs = {r[1][1] for r in found.values() if r[0] == "e"}
     for r in sorted(found.values(), key=lambda r: r[0] != "e"):  # expression keys are free: first
+        if r[0] == "q" and _names_an_expression(r, exprs):
+            continue  # "What number is 5 less than 12?": the unknown is the expression read as well
         work[0] += 1 if r[0] == "e" else 1 + sum(len(t[1]) for t in r[1:]) // 16
         if work[0] > key_grammar.MAX_STEPS:
             work[0] = key_grammar.MAX_STEPS + 1
             return None
         keyed.setdefault(_reading_key(r), r)
-        if len(keyed) > 1 or None in keyed:
-            return None  # two keys, or a reading that has none: no key, whatever the rest are
-    if len(keyed) != 1:
+        if None in keyed or len(keyed) > MAX_KEYED_READINGS:
+            return None  # a reading that has none (a doubt): no key, whatever the rest are
+    if len(keyed) > 1 and not _same_value(keyed, work):
+        return None  # two readings that may mean different numbers
+    if not keyed:
         return None
-    (k, r), = keyed.items()
-    return k, r
+    k = min(keyed, key=lambda k: (len(k), k))
+    return k, keyed[k]
+
+
+def _same_value(keyed: dict, work: list[int]) -> bool:
+    """Readings without a doubt whose keys differ only in how a written fraction's literals group ("3/4
+    of 1/2": (3/4)*(1/2), or (3/4 of 1)/2 where 1/2 is no numeral): with every numeral written out as its
+    division (key_tree.unfold) they are one tree, so one mathematics; the shortest key stands for it."""
+    if not all(k.startswith("e:") for k in keyed):
+        return False
+    unfolded = set()
+    for k in keyed:
+        work[0] += 1 + len(k) // 16
+        if work[0] > key_grammar.MAX_STEPS:
+            work[0] = key_grammar.MAX_STEPS + 1
+            return False
+        unfolded.add(key_tree.key(key_tree.unfold(keyed[k][1])))
+    return len(unfolded) == 1
 
 
 def _work_and_key(text: str) -> tuple[int | None, tuple[str, tuple] | None]:

@@ -14,6 +14,7 @@ from galahad.flywheel.problems import key_tree as T
 from galahad.flywheel.problems.key_grammar import Grammar
 from galahad.flywheel.problems.key_lexer import Tok
 from galahad.flywheel.problems.key_parse import _dedupe
+from galahad.flywheel.problems.key_phrases import nonwhole
 
 MAX_LETTERS = 3  # distinct one-letter words a text may hold and still be read as an equation
 
@@ -64,15 +65,16 @@ def EQ(*rels: str):
 
 PRE = L("", "please", "state the final answer to the following arithmetic problem :",
         "solve the following multiplication :", "solve the following :", "solve the following problem :",
-        "question :", "problem :")
-TRAILERS = L("", "give only the result as your final answer", "only reply with the final value")
+        "question :", "problem :", "q :")
+TRAILERS = L("", "give only the result as your final answer", "only reply with the final value", "a :",
+             "answer :")
 END = [L("", "?", "."), TRAILERS, L("", ".")]
 ASK = L("what is", "what's", "whats", "how much is", "calculate", "compute", "evaluate", "find", "work out",
         "determine", "give", "tell me", "solve", "what is the value of", "what's the value of",
         "find the value of", "calculate the value of", "compute the value of", "determine the value of",
         "give the value of", "evaluate the expression", "what is the result of", "what's the result of",
         "find the result of", "calculate the result of", "compute the result of", "what is the answer to",
-        "simplify")
+        "simplify", "what number is", "which number is", "what number is equal to")
 COLON = L("", ":")
 SEP = L(".", ",", ";")
 GET = L("what do you get", "what number do you get", "what is the result", "what's the result",
@@ -136,11 +138,17 @@ EQ_FRAMES = [  # (kind, parts); the unknown is the Grammar's one-letter var
                                                     "evaluate", "give", "determine", "what is the value of"),
            V, *END]),
 ]
+def _amount(t: tuple) -> tuple:
+    """'when increased by B': an amount only where B is whole ("by a third" is relative, "by 1/3" either)."""
+    return T.doubt(t) if nonwhole(t) else t
+
+
 COMMA_OPS = [  # what number, when added to 5, gives 12?  (the unknown, then an operation on it)
-    ("added to", lambda b, c: (T.add(T.VAR, b), c)), ("increased by", lambda b, c: (T.add(T.VAR, b), c)),
+    ("added to", lambda b, c: (T.add(T.VAR, b), c)), ("increased by", lambda b, c: (T.add(T.VAR, _amount(b)), c)),
     ("multiplied by", lambda b, c: (T.mul(T.VAR, b), c)), ("divided by", lambda b, c: (T.div(T.VAR, b), c)),
-    ("subtracted from", lambda b, c: (T.sub(b, T.VAR), c)), ("decreased by", lambda b, c: (T.sub(T.VAR, b), c)),
-    ("reduced by", lambda b, c: (T.sub(T.VAR, b), c))]
+    ("subtracted from", lambda b, c: (T.sub(b, T.VAR), c)),
+    ("decreased by", lambda b, c: (T.sub(T.VAR, _amount(b)), c)),
+    ("reduced by", lambda b, c: (T.sub(T.VAR, _amount(b)), c))]
 NUMBER_FRAMES = {  # the unknown is a phrase: '#what' what/which number, '#a' a number / the number
     "#what": [("q", [PRE, EQN, *END])] + [
         ("q", [PRE, L("what number", "which number"), L(","), L("when", "if"), L(phrase), E, L(","), L(*RELS),

@@ -56,7 +56,7 @@ from galahad.flywheel.problems.key_parse import (
     _doubt_if,
     rule,
 )
-from galahad.flywheel.problems.key_phrases import Phrases
+from galahad.flywheel.problems.key_phrases import Phrases, change, nonwhole, relative
 
 MAX_STEPS = 3_000  # grammar and normal-form steps for one text, every mode together (normal texts: < 300)
 _SIGNS = ("-", "negative")  # unary signs between an operator and a fraction: "divided by -3/4"
@@ -65,6 +65,8 @@ _BINDS_AFTER = ("^", "\u00b2", "\u00b3", "(")  # ... and after it: 3/4^2, 3/4\u0
 _SAME_AFTER = ("*", "/", "\u00f7")  # after it, left to right gives what the fraction read as one number gives
 _POW_OPS = [(("^",), False)] + [(p, True) for p in POW_WORDS]
 _ORD_OPS = [(p,) for p in ORD_POW]
+_RELATIVE_OPS = {("increased", "by"), ("decreased", "by"), ("reduced", "by"), ("less",), ("more", "than"),
+                 ("less", "than"), ("fewer", "than")}
 
 
 class Grammar(Phrases):
@@ -218,10 +220,38 @@ class Grammar(Phrases):
     @rule
     def Add(self, i):
         def steps(e, left):
-            for e1, _, kind, word, rev in self.ops_at("add", ADD_OPS, e):
+            for e1, phrase, kind, word, rev in self.ops_at("add", ADD_OPS, e):
                 for e2, right in self.Mul(e1):
-                    yield e2, self._add(left, kind, word, rev, right)
+                    p = self._add(left, kind, word, rev, right)
+                    if phrase in _RELATIVE_OPS:
+                        p = self._relative(p, phrase, left, (i, e), right, (e1, e2))
+                    yield e2, p
         return self._chain(i, self.Mul, steps)
+
+    def _relative(self, p: Parse, phrase, left: Parse, lspan, right: Parse, rspan) -> Parse:
+        """The additive word operators that English also uses for a relative change: "60 increased by a
+        third" is 80, "60 less 10%" 54, "a third more than 60" 80, "15% more than 60" 69 (key_phrases.change).
+        A fraction in digits before "more/less than" a whole number ("1/3 more than 60") is read both
+        ways: a doubt; between fractions ("1/4 less than 3/4") it is an amount."""
+        doubtful = p.tree[0] == "?"
+        if phrase in (("increased", "by"), ("decreased", "by"), ("reduced", "by"), ("less",)):
+            sign = 1 if phrase[0] == "increased" else -1
+            how = "less" if phrase == ("less",) else "by"
+            tree = change(left.tree, right, sign, how, self.decimal_at(*rspan))
+            if how == "less" and left.cls == "add":
+                tree = T.doubt(tree)  # 5 + 60 less 10%
+        else:  # A more/less/fewer than B, A the part
+            sign = 1 if phrase == ("more", "than") else -1
+            a, b = right.tree, left.tree
+            if left.cls not in TIGHT or left.word:
+                return p
+            if left.kind == "pct" or (left.kind == "fw" and not nonwhole(a)):
+                tree = relative(a, b[2] if left.kind == "pct" else b, sign)
+            elif left.kind == "fw" or (nonwhole(b) and not self.decimal_at(*lspan) and not nonwhole(a)):
+                tree = T.doubt(p.tree)  # 1/3 more than 60, a quarter less than three quarters
+            else:
+                return p
+        return p._replace(tree=T.doubt(tree) if doubtful and tree[0] != "?" else tree)
 
     def _add(self, left, kind, word, rev, right):
         # "5 more than 3 times 4" is 3*4 + 5 (the textbook reading): a product may follow a reversed word
@@ -329,17 +359,21 @@ class Grammar(Phrases):
         tok, out = self.t[i], []
         frac = self.frac_mode(i)
         if frac is not None and frac[0] != "std":  # 3/4 as one number (see frac_mode)
-            tree = T.div(T.num(tok.value), T.num(self.t[i + 2].value))
+            tree = T.ratio(tok.value, self.t[i + 2].value)
             out.append((i + 3, Parse(_doubt_if(frac[0] == "doubt", tree), frac=True)))
         elif tok.kind == "num":
             out.append((i + 1, Parse(T.num(tok.value))))
+            # 15%, 15 percent: a number only inside a construct that says what it is a percentage of
+            # ("15% of 60", "increase 60 by 15%"); anywhere else ("60 + 10%": 60.1 or 66?) it is a doubt
+            if self.lit(i + 1, ("%",)) or self.lit(i + 1, ("percent",)):
+                out.append((i + 2, Parse(T.doubt(T.num(tok.value / 100)), kind="pct")))
         elif tok.kind == "word":
             for e, v in number_words(self.t, i):
                 point = point_digits(self.t, e)  # three point two five
                 out.append((e, Parse(T.num(v))) if point is None else (point[0], Parse(T.num(v + point[1]))))
             for e, a, b in fraction_words(self.t, i):  # three quarters, a half ("a half" with the unknown a: doubt)
-                tree = _doubt_if(tok.text == "a" and self.var == "a", T.div(T.num(a), T.num(b)))
-                out.append((e, Parse(tree, frac=True)))
+                tree = _doubt_if(tok.text == "a" and self.var == "a", T.ratio(a, b))
+                out.append((e, Parse(tree, frac=True, kind="fw")))
         e = self.is_var(i)
         if e is not None:
             out.append((e, Parse(T.VAR)))

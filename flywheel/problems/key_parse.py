@@ -27,6 +27,7 @@ class Parse(NamedTuple):
     rev: bool = False  # its top operator takes its operands in reversed order ("3 less than 8")
     div: int = 0  # its top-level product chain contains a division: 1 written `/` or `÷`, 2 in words
     frac: bool = False  # an unspaced literal fraction `3/4`: atomic next to a word operator
+    kind: str = ""  # "fw": a fraction said in words ("a third"); "pct": a percentage ("15%", its tree a doubt)
 
 
 def _p(*phrases: str) -> tuple[tuple[str, ...], ...]:
@@ -65,7 +66,7 @@ VAR_PHRASES = {"#what": _p("what number", "which number"), "#a": _p("a number", 
 
 def _pkey(item: tuple[int, Parse]) -> tuple:
     e, p = item
-    return e, p.tree[1], p.cls, p.word, p.rev, p.div, p.frac
+    return e, p.tree[1], p.cls, p.word, p.rev, p.div, p.frac, p.kind
 
 
 def _dedupe(items, keyf=_pkey):
@@ -122,11 +123,11 @@ def rule(fn):
 
 VERBS = {"add": "add", "sum": "add", "put": "put", "minus": "subtract", "subtract": "subtract", "take": "take",
          "multiply": "multiply", "divide": "divide", "increase": "increase", "decrease": "decrease",
-         "reduce": "decrease", "raise": "raise", "double": "double", "triple": "triple", "halve": "halve",
+         "reduce": "decrease", "cut": "decrease", "lower": "decrease", "raise": "raise", "double": "double", "triple": "triple", "halve": "halve",
          "square": "square", "cube": "cube"}  # imperative -> the action it names (Phrases.Action)
 GERUNDS = {"adding": "add", "summing": "add", "putting": "put", "subtracting": "subtract", "taking": "take",
            "multiplying": "multiply", "dividing": "divide", "increasing": "increase", "decreasing": "decrease",
-           "reducing": "decrease", "raising": "raise", "doubling": "double", "tripling": "triple",
+           "reducing": "decrease", "cutting": "decrease", "lowering": "decrease", "raising": "raise", "doubling": "double", "tripling": "triple",
            "halving": "halve", "squaring": "square", "cubing": "cube"}
 UNARY_ACTIONS = {"double": lambda t: T.mul(T.num(2), t), "triple": lambda t: T.mul(T.num(3), t),
                  "halve": lambda t: T.div(t, T.num(2)), "square": lambda t: T.power(t, T.num(2)),

@@ -13,6 +13,8 @@ marks a whole number, 'and', a fraction ("two and a half"): a product of such a 
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from galahad.flywheel.problems import key_tree as T
 from galahad.flywheel.problems.key_lexer import ORDINAL_WORDS, Refuse, fraction_words
 from galahad.flywheel.problems.key_parse import (
@@ -78,9 +80,14 @@ class Phrases:
                 and self.t[i + 2].kind == "num" and not self.t[i + 1].sp and not self.t[i + 2].sp
                 and self.lit(i + 3, ("of",))):  # 3/4 of A
             # 2^3/4 of 8, 1/3/4 of 8: a symbol before it binds into the fraction
-            frac = _doubt_if(self.frac_mode(i)[1] == "sym",
-                             T.div(T.num(self.t[i].value), T.num(self.t[i + 2].value)))
-            out += [(e2, Parse(T.mul(frac, _closed(x)))) for e2, x in self.E(i + 4)]
+            f = self.t[i].value / self.t[i + 2].value if self.t[i + 2].value else None
+            doubtful = self.frac_mode(i)[1] == "sym" or f is None
+            out += [(e2, Parse(_doubt_if(doubtful, T.part_of(f, _closed(x)) if f is not None else T.VAR)))
+                    for e2, x in self.E(i + 4)]
+        if (j == i and i + 2 < self.n and self.t[i].kind == "num"
+                and (self.lit(i + 1, ("%", "of")) or self.lit(i + 1, ("percent", "of")))):  # 15% of 60
+            f = self.t[i].value / 100
+            out += [(e2, Parse(T.part_of(f, _closed(x)))) for e2, x in self.E(i + 3)]
         e = self.lit(j, ("result", "of"))
         if e is not None and j > i:
             out += [(e2, Parse(tree)) for e2, tree in self.Action(e, gerund=True)]
@@ -88,8 +95,7 @@ class Phrases:
             for e1, a, b in fraction_words(self.t, i):  # two thirds of A, one fifth of A (as "a third of A")
                 e = self.lit(e1, ("of",))
                 if e is not None:
-                    out += [(e2, Parse(T.div(_closed(x), T.num(b)) if a == 1
-                                       else T.mul(T.div(T.num(a), T.num(b)), _closed(x)))) for e2, x in self.E(e)]
+                    out += [(e2, Parse(T.part_of(Fraction(a, b), _closed(x)))) for e2, x in self.E(e)]
             for phrase, k in SCALE_OF.items():
                 e = self.lit(i, phrase)
                 if e is not None:
@@ -194,9 +200,9 @@ class Phrases:
         elif name == "divide":
             out += [(e, T.div(a, b)) for e, a, b in self._two_args(j, ("by",))]
         elif name in ("increase", "decrease"):
-            out += [(e, T.add(a, b) if name == "increase" else T.sub(a, b))
-                    for e, a, b in self._two_args(j, ("by",))]
+            out += self._change_by(j, 1 if name == "increase" else -1)
         elif name == "raise":
+            out += self._change_by(j, 1)  # raise 60 by 5, raise 60 by a third
             for e, a, b in self._two_args(j, ("to", "the", "power", "of")):
                 out.append((e, T.power(a, b)))
             for e, a in self.E(j):  # raise 4 to the third (power), raise 4 to the 3rd power
@@ -210,6 +216,28 @@ class Phrases:
                 out.append((e, UNARY_ACTIONS[name](_closed(x))))
         return out
 
+    # -- relative change ("increase 60 by a third" is 80, never 60 + 1/3) ----------------------------
+
+    def _change_by(self, j: int, sign: int):
+        """'A by B' after increase/decrease/reduce/raise/cut: (end, tree) for every reading."""
+        out = []
+        for e, a in self.E(j):
+            e1 = self.lit(e, ("by",))
+            if e1 is None:
+                continue
+            if self.lit(e1, ("half",)):  # reduce 60 by half
+                out.append((e1 + 1, relative(a.tree, T.num(Fraction(1, 2)), sign)))
+            for e2, b in self.E(e1):
+                self.tick()
+                out.append((e2, change(a.tree, b, sign, "by", self.decimal_at(e1, e2))))
+        return out
+
+    def decimal_at(self, i: int, e: int) -> bool:
+        """toks[i:e] is one decimal literal (`2.5`, `-0.5`)."""
+        if e == i + 2 and self.lit(i, ("-",)):
+            i += 1
+        return e == i + 1 and self.t[i].kind == "num" and "." in self.t[i].text
+
     def _two_args(self, j: int, sep: tuple[str, ...]):
         for e, a in self.E(j):
             e1 = self.lit(e, sep)
@@ -219,3 +247,34 @@ class Phrases:
                     yield e2, a.tree, _closed(b)
 
 
+
+
+def nonwhole(t: tuple) -> bool:
+    """The tree holds a literal that is no whole number, a division or a doubt (structurally: no value)."""
+    if t[0] == "n":
+        return t[2].denominator != 1
+    return t[0] in "/?" or any(nonwhole(a) for a in T.args(t))
+
+
+def relative(a: tuple, f: tuple, sign: int) -> tuple:
+    """a changed by the fraction f of itself: a * (1 + f) or a * (1 - f)."""
+    return T.mul(a, T.add(T.num(1), f) if sign > 0 else T.sub(T.num(1), f))
+
+
+def change(a: tuple, b, sign: int, how: str, decimal: bool = False) -> tuple:
+    """a increased (sign 1) or decreased (sign -1) by the operand b (a Parse), as English means it.
+
+    `how` is "by" (increase A by B, A increased by B) or "less" (A less B). A percentage or a fraction in
+    words names a part of a ("increase 60 by a third" is 80, "60 less 10%" is 54): relative (a fraction
+    in words of a non-whole a, "1/2 decreased by one half", is read both ways: a doubt). A whole
+    number is an amount (60 + 5). Any other non-whole operand ("by 1/3", "less a third": 60 1/3 or 80?)
+    is read both ways by writers: a doubt. A decimal literal after "by" (`decimal`: "increased by 0.5")
+    stays an amount; after "less" only whole amounts do."""
+    if b.kind == "pct":
+        return relative(a, b.tree[2], sign)
+    if b.kind == "fw" and how == "by":  # 1/2 decreased by one half: 0 or 1/4? a part of a whole number only
+        return T.doubt(relative(a, b.tree, sign)) if nonwhole(a) else relative(a, b.tree, sign)
+    absolute = T.add(a, b.tree) if sign > 0 else T.sub(a, b.tree)
+    if nonwhole(b.tree) and not (decimal and how == "by"):
+        return T.doubt(absolute)
+    return absolute if b.cls == "atom" or b.frac else T.doubt(absolute)

@@ -65,13 +65,78 @@ def add(*items) -> tuple:
     return _assoc("+", items)
 
 
+def _pos_int_exp(t: tuple) -> int | None:
+    """The exponent of a power with a positive whole literal exponent (`^(5,2)`: 2), else None."""
+    if t[0] == "^" and t[3][0] == "n" and t[3][2].denominator == 1 and t[3][2] > 0:
+        return int(t[3][2])
+    return None
+
+
 def mul(*items) -> tuple:
-    return _assoc("*", items)
+    """A flattened, sorted product; equal factors are one power (`5 * 5 * 5` is `5^3`, `5^2 * 5` too): exact
+    for positive whole exponents (x^m * x^n = x^(m+n) for every x, 0 included). Summed exponents stay
+    within MAX_EXPONENT, so the merged power has the value the factors have."""
+    flat = []
+    for a in items:
+        if a[0] == "n" and len(a) > 3:
+            a = a[3]  # a folded numeral as a factor is its written division: 0 * (1/2) is 0 * 1 / 2
+        flat.extend(a[2:] if a[0] == "*" else (a,))
+    groups: dict[str, list] = {}  # base key -> [base, total exponent, how many factors]
+    for a in flat:
+        k = _pos_int_exp(a)
+        base, e = (a[2], k) if k is not None else (a, 1)
+        g = groups.setdefault(base[1], [base, 0, 0])
+        g[1] += e
+        g[2] += 1
+    if all(g[2] == 1 for g in groups.values()):
+        return _node("*", sorted(flat, key=key)) if len(flat) > 1 else flat[0]
+    out = []
+    for a in flat:
+        k = _pos_int_exp(a)
+        base = a[2] if k is not None else a
+        g = groups[base[1]]
+        if g[2] == 1 or g[1] > MAX_EXPONENT:
+            out.append(a)
+        elif g[2] > 0:  # the first factor of a group stands for the whole group
+            out.append(power(base, num(g[1])))
+            g[2] = 0
+    return out[0] if len(out) == 1 else _node("*", sorted(out, key=key))
+
+
+def ratio(a: Fraction, b: Fraction) -> tuple:
+    """A fraction written with two literals ("two thirds", `2/3`): `div` of the two numbers."""
+    return div(num(a), num(b))
+
+
+def unfold(t: tuple) -> tuple:
+    """The tree with every folded numeral written out again as its division (`1/3` -> `*(1,/(3))`), rebuilt
+    through the constructors: two readings of one text that differ only in how a fraction's literals
+    group ("3/4 of 1/2": (3/4)*(1/2) or (3/4 of 1)/2) unfold to one tree."""
+    kind = t[0]
+    if kind == "n":
+        return unfold(t[3]) if len(t) > 3 else t
+    if kind == "v":
+        return t
+    kids = [unfold(a) for a in args(t)]
+    if kind == "+":
+        return add(*kids)
+    if kind == "*":
+        return mul(*kids)
+    return _node(kind, kids)
+
+
+def part_of(f: Fraction, x: tuple) -> tuple:
+    """"f of x" for a literal fraction f (in lowest terms): a unit fraction is a division ("a third of 27" is
+    27 / 3, as "1/3 of 27" and "27 divided by 3"), any other the product p * x / q ("two thirds of 9",
+    "4/6 of 9" and "2/3 * 9" are 2 * 9 / 3)."""
+    if f.numerator == 1 and f.denominator > 1:
+        return div(x, num(f.denominator))
+    return mul(num(f.numerator), x) if f.denominator == 1 else mul(num(f.numerator), inv(num(f.denominator)), x)
 
 
 def neg(t: tuple) -> tuple:
     if t[0] == "n":
-        return num(-t[2])
+        return num(-t[2]) if len(t) == 3 else (*num(-t[2]), _node("-", (t[3],)))
     if t[0] == "-":
         return t[2]
     return _node("-", (t,))
@@ -86,6 +151,12 @@ def sub(a: tuple, b: tuple) -> tuple:
 
 
 def div(a: tuple, b: tuple) -> tuple:
+    """a / b. A division of two literals is the numeral it names when that is no whole number (`2/6`, "two
+    sixths", `2 / 6`, "2 divided by 6" are all `1/3`, as 0.333... is not but 0.75 is `3/4`): every
+    numeral of one rational has one key. The numeral remembers how it was written (see `unfold`). A
+    whole quotient (`6 / 2`) and a zero divisor stay a division: "What is 6/2?" is a question."""
+    if a[0] == "n" and b[0] == "n" and b[2] != 0 and (a[2] / b[2]).denominator != 1:
+        return (*num(a[2] / b[2]), mul(a, inv(b)))
     return mul(a, inv(b))
 
 
@@ -263,7 +334,7 @@ def parse_key(k: str) -> tuple | None:
 def _rebuild(kind: str, children: list) -> tuple:
     """A parsed key's node, through the constructors (a canonical key rebuilds to itself)."""
     if kind in "+*":
-        return _assoc(kind, children) if len(children) >= 2 else ("bad", "")
+        return (add if kind == "+" else mul)(*children) if len(children) >= 2 else ("bad", "")
     if kind in "-/":
         return _node(kind, children) if len(children) == 1 else ("bad", "")
     return _node(kind, children) if len(children) == 2 else ("bad", "")
