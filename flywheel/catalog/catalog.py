@@ -13,6 +13,7 @@ part sharing the catalog's engine:
 - `catalog.recompiles` artifacts another runtime made and their rebuilt twins (`recompiles.py`)
 - `catalog.evictions` blobs deleted to fit a store budget, and their rebuilds (`evictions.py`)
 - `catalog.golds`     problems added with their golds checked atomically (`golds.py`)
+- `catalog.gates`     where the transfer and similar routes may answer, with the eval evidence (`gates.py`)
 
 The catalog itself keeps what spans them: `write()`, `insert_ignore`, `resolve` (an id prefix of either
 kind) and `stats`. Inserts are idempotent (ON CONFLICT DO NOTHING on content-derived keys): the same
@@ -31,6 +32,7 @@ from galahad.flywheel.artifacts.store import PUT_THREADS
 from galahad.flywheel.catalog.artifacts import Artifacts, store_location
 from galahad.flywheel.catalog.db import now, open_engine, reader_engine, redact, write_transaction
 from galahad.flywheel.catalog.evictions import Evictions
+from galahad.flywheel.catalog.gates import Gates
 from galahad.flywheel.catalog.golds import Golds
 from galahad.flywheel.catalog.libraries import Libraries
 from galahad.flywheel.catalog.part import PREFIX, id_prefix, new_id
@@ -68,6 +70,7 @@ class Catalog:
         self.recompiles = Recompiles(self)
         self.evictions = Evictions(self)
         self.golds = Golds(self)
+        self.gates = Gates(self)
 
     def close(self) -> None:
         if self.reader is not self.engine:

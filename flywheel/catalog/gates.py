@@ -1,0 +1,69 @@
+"""`catalog.gates`: where memory's inexact routes (`transfer`, `similar`) may answer, and the evidence why.
+
+A route answers for a (model, library) only where `eval transfer` on held-out problems measured it beating
+the base model on the same problems (`evals/gates.py` computes the rows from a manifest's records). One row
+per (model fingerprint, library, route): the manifest's id, the condition measured and both counts, and
+whether the gate is open. No row: closed (fail closed). A later eval of the same (model, library, route)
+replaces the row, so a route that stops paying closes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import and_, delete, select
+
+from galahad.flywheel.catalog.db import now
+from galahad.flywheel.catalog.part import Part, one, rows
+from galahad.flywheel.catalog.schema import TABLES
+
+G = TABLES["transfer_gates"]
+ROUTES = ("transfer", "similar")
+FIELDS = ("model_fingerprint", "library", "route", "open", "manifest_id", "condition", "route_correct", "route_n",
+          "base_correct", "base_n")
+
+
+class Gates(Part):
+    def record(self, gates: list[dict[str, Any]]) -> int:
+        """Replace the evidence of each (model, library, route) given; returns how many rows were written."""
+        if not gates:
+            return 0
+        stamp = now()
+        with self.write() as conn:
+            for g in gates:
+                if g["route"] not in ROUTES:
+                    raise ValueError(f"unknown route {g['route']!r}")
+                conn.execute(delete(G).where(G.c.model_fingerprint == g["model_fingerprint"],
+                                             G.c.library == g["library"], G.c.route == g["route"]))
+                conn.execute(G.insert().values(**{k: g[k] for k in FIELDS}, recorded_at=stamp))
+        return len(gates)
+
+    def get(self, model_fingerprint: str, library: str | None, route: str) -> dict[str, Any] | None:
+        """The evidence for one (model, library, route), or None (no evidence: the gate is closed)."""
+        if not library:
+            return None
+        with self.engine.connect() as conn:
+            return one(conn.execute(select(G).where(G.c.model_fingerprint == model_fingerprint,
+                                                    G.c.library == library, G.c.route == route)))
+
+    def is_open(self, model_fingerprint: str, library: str | None, route: str) -> bool:
+        row = self.get(model_fingerprint, library, route)
+        return bool(row and row["open"])
+
+    def all(self, libraries: list[str] | None = None) -> list[dict[str, Any]]:
+        """Every recorded gate (of `libraries`, when given), by library, route and model."""
+        stmt = select(G).order_by(G.c.library, G.c.route, G.c.model_fingerprint)
+        if libraries is not None:
+            stmt = stmt.where(and_(G.c.library.in_(libraries)))
+        with self.engine.connect() as conn:
+            return rows(conn.execute(stmt))
+
+
+def describe(gate: dict[str, Any] | None) -> str:
+    """One line for a gate: `open: transfer 5/8 vs base 1/8 (manifest 1a2b3c4d, model 9f8e7d6c)`."""
+    if gate is None:
+        return "closed: no evidence"
+    state = "open" if gate["open"] else "closed"
+    return (f"{state}: {gate['route']} {gate['route_correct']}/{gate['route_n']} vs base "
+            f"{gate['base_correct']}/{gate['base_n']} (manifest {gate['manifest_id'][:8]}, "
+            f"model {gate['model_fingerprint'][:8]})")
