@@ -78,6 +78,9 @@ class Artifacts(Part):
                     require(conn, V, verification_id, "verification")
         row = _artifact_row(artifact_id, meta, size, verification_id, location or store_location(store), now())
         with self.write() as conn:  # the blob is durable and is what its id says: only now may a row point at it
+            # whose memory it is: the scope of the problem it answers (or of its library's name)
+            row["scope"] = self._catalog.scopes.of_deposit(conn, verification_id or (recall[1] if recall else None),
+                                                           library)
             if not self.insert_ignore(conn, ART, [row]) and verification_id is not None:
                 conn.execute(update(ART).where(ART.c.id == artifact_id, ART.c.verification_id.is_(None))
                              .values(verification_id=verification_id))

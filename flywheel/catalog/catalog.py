@@ -13,6 +13,8 @@ part sharing the catalog's engine:
 - `catalog.recompiles` artifacts another runtime made and their rebuilt twins (`recompiles.py`)
 - `catalog.evictions` blobs deleted to fit a store budget, and their rebuilds (`evictions.py`)
 - `catalog.golds`     problems added with their golds checked atomically (`golds.py`)
+- `catalog.tenants`   the service's tenants: hashed tokens, quotas, usage per scope (`tenants.py`)
+- `catalog.scopes`    what one memory scope sees; promotion into shared (`scopes.py`)
 - `catalog.gates`     where the transfer and similar routes may answer, with the eval evidence (`gates.py`)
 
 The catalog itself keeps what spans them: `write()`, `insert_ignore`, `resolve` (an id prefix of either
@@ -43,6 +45,8 @@ from galahad.flywheel.catalog.recompiles import Recompiles
 from galahad.flywheel.catalog.runs import Runs
 from galahad.flywheel.catalog.runtimes import Runtimes
 from galahad.flywheel.catalog.schema import TABLES
+from galahad.flywheel.catalog.scopes import Scopes
+from galahad.flywheel.catalog.tenants import Tenants
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.records import problem_hash  # one definition of "the same problem"
 from galahad.flywheel.problems.scopes import SHARED, check_scope
@@ -70,6 +74,8 @@ class Catalog:
         self.recompiles = Recompiles(self)
         self.evictions = Evictions(self)
         self.golds = Golds(self)
+        self.tenants = Tenants(self)
+        self.scopes = Scopes(self)
         self.gates = Gates(self)
 
     def close(self) -> None:

@@ -17,6 +17,7 @@ from galahad.flywheel.catalog.db import now
 from galahad.flywheel.catalog.part import ART_LIGHT, Fingerprints, Part, made_under, one, rows
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import ChainConflict, GalahadError
+from galahad.flywheel.problems.scopes import library_scope
 
 ART, LIB, ENT = (TABLES[t] for t in ("artifacts", "libraries", "library_entries"))
 
@@ -33,7 +34,8 @@ class Libraries(Part):
     def _ensure(self, conn: Connection, name: str, topic: str | None, template: str | None) -> None:
         if not isinstance(name, str) or not name.strip() or len(name) > 200:
             raise GalahadError("a library name must be 1 to 200 characters")
-        self.insert_ignore(conn, LIB, [dict(name=name, topic=topic, template=template, created_at=now())])
+        self.insert_ignore(conn, LIB, [dict(name=name, topic=topic, template=template, created_at=now(),
+                                            scope=library_scope(name))])
 
     def append(self, conn: Connection, name: str, artifact_id: str, new_chain: bool) -> tuple[int, int]:
         """In `conn`'s write transaction: append a recorded artifact to the library's current chain (or, with

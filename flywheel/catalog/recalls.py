@@ -22,6 +22,7 @@ from galahad.flywheel.catalog.part import Fingerprints, Part, rows
 from galahad.flywheel.catalog.problems import oldest_of_shape
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.problems.scopes import SHARED
 
 P, A, V, KEY, REC, ART = (TABLES[t] for t in ("problems", "attempts", "verifications", "problem_keys", "recalls",
                                               "artifacts"))
@@ -29,15 +30,20 @@ RECALLED = [P.c.id, P.c.text, P.c.answer, P.c.topic, P.c.template, P.c.source, P
             REC.c.verification_id, KEY.c.canonical_key, KEY.c.numbers]
 ORDER = ("p_at", "id", "r_at", "artifact_id")  # a recall list's order: oldest problem, then its oldest recall
 # How a recall is found, by kind: the problem's id, its canonical key (the same mathematics), its numbers.
-BY = {"hash": lambda problem_id: P.c.id == problem_id,
+BY = {"hash": lambda problem_id: P.c.id.in_(problem_id) if isinstance(problem_id, list) else P.c.id == problem_id,
       "key": lambda key: and_(KEY.c.canonical_key.is_not(None), KEY.c.canonical_key == key),
       "numbers": lambda numbers: KEY.c.numbers == numbers}
 
 
-def _recalled_stmt(*where, fingerprints: Fingerprints | None = None):
+def _visible(scope: str | None) -> list:
+    """What a scope's routing reads: its own problems and shared's (`Catalog.visible`); None: every row."""
+    return [] if scope is None else [P.c.scope == SHARED] if scope == SHARED else [P.c.scope.in_((scope, SHARED))]
+
+
+def _recalled_stmt(*where, fingerprints: Fingerprints | None = None, scope: str | None = None):
     stmt = (select(*RECALLED, P.c.created_at.label("p_at"), REC.c.created_at.label("r_at"))
             .join(REC, REC.c.problem_id == P.c.id).outerjoin(KEY, KEY.c.problem_id == P.c.id)
-            .where(P.c.status == "verified", *where))
+            .where(P.c.status == "verified", *where, *_visible(scope)))
     if fingerprints is not None:
         stmt = stmt.join(ART, ART.c.id == REC.c.artifact_id).where(
             ART.c.model_fingerprint == fingerprints[0], ART.c.runtime_fingerprint == fingerprints[1])
@@ -64,19 +70,24 @@ class Recalls(Part):
         self.insert_ignore(conn, REC, [dict(problem_id=problem_id, artifact_id=artifact_id,
                                             verification_id=verification_id, created_at=now())])
 
+    scope: str | None = None  # a scoped view's (`catalog.scopes.ScopedCatalog`): its own and shared's rows only
+
     def _recalled(self, *where, fingerprints: Fingerprints | None = None) -> list[dict[str, Any]]:
         """With `fingerprints` (the engine's model, runtime): only recall artifacts made under them."""
         with self.engine.connect() as conn:
-            return _first_per_problem(rows(conn.execute(_recalled_stmt(*where, fingerprints=fingerprints))))
+            return _first_per_problem(rows(conn.execute(_recalled_stmt(*where, fingerprints=fingerprints,
+                                                                       scope=self.scope))))
 
-    def matches(self, problem_id: str, key: str | None, numbers: str | None, shape_hash: str | None,
-                fingerprints: Fingerprints) -> dict[str, Any]:
+    def matches(self, problem_id: str | list[str], key: str | None, numbers: str | None, shape_hash: str | None,
+                fingerprints: Fingerprints, scope: str | None = None) -> dict[str, Any]:
         """Everything routing asks of a new text, in one statement: `hash` (`get(problem_id)`), `key`
         (`by_key(key)`), `numbers` (`by_numbers(numbers)`), each a list made under `fingerprints`, and
         `shape`: the template and topic of the oldest problem of `shape_hash` (`problems.classify`), or
-        None. A None argument asks nothing of that kind (an empty list, or None)."""
+        None. A None argument asks nothing of that kind (an empty list, or None). `scope`: only problems
+        that scope sees (its own and shared; `problem_id` then a list of its ids: `problems.scopes.ids_for`)."""
         asked = {"hash": problem_id, "key": key, "numbers": numbers}
-        branches = [_recalled_stmt(BY[kind](value), fingerprints=fingerprints).add_columns(literal(kind).label("match"))
+        branches = [_recalled_stmt(BY[kind](value), fingerprints=fingerprints, scope=scope)
+                    .add_columns(literal(kind).label("match"))
                     for kind, value in asked.items() if value is not None]
         if shape_hash is not None:  # a recall row's columns, the problem's own filled: only template, topic are read
             cols = [c if c.table is P else cast(null(), String).label(c.name) for c in RECALLED]
@@ -90,7 +101,8 @@ class Recalls(Part):
         out["shape"] = {"template": shaped["template"], "topic": shaped["topic"]} if shaped else None
         return out
 
-    def elsewhere(self, problem_id: str, key: str | None, fingerprints: Fingerprints) -> list[dict[str, Any]]:
+    def elsewhere(self, problem_id: str | list[str], key: str | None, fingerprints: Fingerprints,
+                  scope: str | None = None) -> list[dict[str, Any]]:
         """Recall artifacts of this problem (or of its canonical key) made under other fingerprints than
         `fingerprints`: what a catalog moved to another machine holds, unusable until recompiled."""
         match = BY["hash"](problem_id)
@@ -99,7 +111,7 @@ class Recalls(Part):
         stmt = (select(ART.c.id, ART.c.model_fingerprint, ART.c.runtime_fingerprint)
                 .join(REC, REC.c.artifact_id == ART.c.id).join(P, P.c.id == REC.c.problem_id)
                 .outerjoin(KEY, KEY.c.problem_id == P.c.id)
-                .where(P.c.status == "verified", match,
+                .where(P.c.status == "verified", match, *_visible(scope),
                        (ART.c.model_fingerprint != fingerprints[0]) | (ART.c.runtime_fingerprint != fingerprints[1])))
         with self.engine.connect() as conn:
             return rows(conn.execute(stmt.distinct()))

@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "galahad.flywheel.cli.cmd_serve",
     "galahad.flywheel.cli.cmd_eval",
     "galahad.flywheel.cli.cmd_models",
+    "galahad.flywheel.cli.cmd_tenants",
 )
 
 

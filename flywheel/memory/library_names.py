@@ -9,7 +9,8 @@ from __future__ import annotations
 
 
 def library_name(problem: dict) -> str:
-    """`template:<id>` when the problem has a template, else `topic:<topic>`."""
-    if problem.get("template"):
-        return f"template:{problem['template']}"
-    return f"topic:{problem.get('topic') or 'general'}"
+    """`template:<id>` when the problem has a template, else `topic:<topic>`; a tenant's problem's library is
+    `<tenant>/` and that (`catalog.scopes.library_scope`)."""
+    name = f"template:{problem['template']}" if problem.get("template") else f"topic:{problem.get('topic') or 'general'}"
+    scope = problem.get("scope")
+    return name if scope in (None, "shared") else f"{scope}/{name}"  # a tenant's chains are its own

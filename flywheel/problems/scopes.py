@@ -26,7 +26,11 @@ def check_scope(scope: str) -> str:
 
 def scoped_id(text: str, scope: str = SHARED) -> str:
     """The id of `text`'s problem in `scope`: its text hash in `shared`, else a hash of scope and text hash."""
-    h = problem_hash(text)
+    return scoped_hash_id(problem_hash(text), scope)
+
+
+def scoped_hash_id(h: str, scope: str = SHARED) -> str:
+    """`scoped_id` from the text's hash (what routing already holds)."""
     if scope == SHARED:
         return h
     return hashlib.sha256(f"galahad-scope\x00{check_scope(scope)}\x00{h}".encode()).hexdigest()
@@ -36,3 +40,13 @@ def ids_for(text: str, scope: str = SHARED) -> list[str]:
     """The ids `text` may have in what `scope` sees: its own, then shared's."""
     own = scoped_id(text, scope)
     return [own] if scope == SHARED else [own, problem_hash(text)]
+
+
+def library_scope(name: str) -> str:
+    """The scope a library name belongs to: `<tenant>/...` a tenant's, anything else shared's."""
+    head, sep, _ = name.partition("/")
+    return head if sep and NAME.fullmatch(head) and head != SHARED else SHARED
+
+
+def scoped_library(name: str, scope: str | None) -> str:
+    return name if scope in (None, SHARED) else f"{scope}/{name}"
