@@ -117,3 +117,22 @@ def test_tenants_cli(tmp_path):
     assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "exists" in bad.stderr
     assert run("revoke", "alice").returncode == 0
     assert json.loads(run("ls", "--json").stdout)[0]["revoked_at"] is not None
+
+
+def test_claims_are_round_robin_across_scopes(catalog_url):
+    """One tenant's 1,000 queued problems beside another's 5: the 5 are all handed out in the first rounds."""
+    with Catalog(catalog_url) as cat:
+        cat.tenants.add("big")
+        cat.tenants.add("small")
+
+        def batch(scope, n):
+            return [dict(id=scoped_id(f"What is {scope} zork {i}?", scope), text=f"What is {scope} zork {i}?",
+                         answer="1", source="me", topic="t") for i in range(n)]
+
+        cat.golds.add_checked(batch("big", 1000), lambda *_: None, scope="big")  # queued first: older
+        cat.golds.add_checked(batch("small", 5), lambda *_: None, scope="small")
+        first = cat.queue.claim(10, "w1", 60)
+        scopes = [r["scope"] for r in first]
+        assert scopes.count("small") == 5 and scopes.count("big") == 5
+        more = cat.queue.claim(10, "w2", 60)
+        assert [r["scope"] for r in more] == ["big"] * 10 and not {r["id"] for r in first} & {r["id"] for r in more}

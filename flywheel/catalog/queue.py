@@ -1,5 +1,5 @@
 """`catalog.queue`: the problem rows as the durable work queue: claims with leases, releases, and
-unfinished deposits.
+unfinished deposits. With tenants, claims are round-robin across memory scopes (`_round_robin`).
 
 Problems are claimed with a lease, so a killed worker's problems become claimable again; a verified
 problem with no artifact behind it is a deposit a kill interrupted, found here and finished by the loop.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 
 from galahad.flywheel.catalog.db import now
 from galahad.flywheel.catalog.part import Part
@@ -31,11 +31,14 @@ class Queue(Part):
             .order_by(P.c.created_at, P.c.id)
             .limit(int(n))
         )
-        if self._catalog.dialect == "postgresql":  # concurrent claimers skip each other's rows instead of waiting
+        if self._catalog.tenants.any():
+            candidates = self._round_robin(t, n)
+        elif self._catalog.dialect == "postgresql":  # concurrent claimers skip each other's rows instead of waiting
             candidates = candidates.with_for_update(skip_locked=True)
         stmt = (
             update(P)
-            .where(P.c.id.in_(candidates.scalar_subquery()))
+            .where(P.c.id.in_(candidates.scalar_subquery()),
+                   or_(P.c.status == "pending", and_(P.c.status == "claimed", P.c.lease_until < t)))
             .values(status="claimed", claimed_by=worker_id, lease_until=t + timedelta(seconds=lease_seconds),
                     claims=P.c.claims + 1, updated_at=t)
             .returning(*P.c)
@@ -43,6 +46,16 @@ class Queue(Part):
         with self.write() as conn:  # SQLite: BEGIN IMMEDIATE makes this one UPDATE exclusive
             rows = [dict(r._mapping) for r in conn.execute(stmt)]
         return sorted(rows, key=lambda r: (r["created_at"], r["id"]))
+
+    @staticmethod
+    def _round_robin(t, n: int):
+        """With tenants: the claimable problems ranked within their scope (oldest first), taken rank by rank
+        across scopes, so a scope with 10,000 queued delays another's first problems by at most one round.
+        The UPDATE's own WHERE re-checks the status, so two claimers never take the same row."""
+        claimable = or_(P.c.status == "pending", and_(P.c.status == "claimed", P.c.lease_until < t))
+        rank = func.row_number().over(partition_by=P.c.scope, order_by=(P.c.created_at, P.c.id)).label("rank")
+        ranked = select(P.c.id, P.c.created_at, rank).where(claimable).subquery()
+        return select(ranked.c.id).order_by(ranked.c.rank, ranked.c.created_at, ranked.c.id).limit(int(n))
 
     def extend_lease(self, problem_ids: list[str], worker_id: str, lease_seconds: float) -> int:
         """Renew this worker's leases (long jobs); returns how many it still held."""
