@@ -31,14 +31,15 @@ class Queue(Part):
             .order_by(P.c.created_at, P.c.id)
             .limit(int(n))
         )
+        recheck = []
         if self._catalog.tenants.any():
             candidates = self._round_robin(t, n)
+            recheck = [or_(P.c.status == "pending", and_(P.c.status == "claimed", P.c.lease_until < t))]
         elif self._catalog.dialect == "postgresql":  # concurrent claimers skip each other's rows instead of waiting
             candidates = candidates.with_for_update(skip_locked=True)
         stmt = (
             update(P)
-            .where(P.c.id.in_(candidates.scalar_subquery()),
-                   or_(P.c.status == "pending", and_(P.c.status == "claimed", P.c.lease_until < t)))
+            .where(P.c.id.in_(candidates.scalar_subquery()), *recheck)
             .values(status="claimed", claimed_by=worker_id, lease_until=t + timedelta(seconds=lease_seconds),
                     claims=P.c.claims + 1, updated_at=t)
             .returning(*P.c)
