@@ -80,6 +80,11 @@ class Paths:
     def reports(self) -> Path:
         return self.root / "reports"
 
+    @property
+    def trusted_keys(self) -> Path:
+        """Public keys whose signed bundles `catalog import` takes (`catalog trust`)."""
+        return self.root / "trusted_keys"
+
     def ensure(self) -> Paths:
         for p in (self.root, self.store, self.reports):
             p.mkdir(parents=True, exist_ok=True)

@@ -67,7 +67,7 @@ def test_round_trip_to_the_other_backend_is_byte_identical(backend, catalog_url,
     assert summary["artifacts"] == 4 and summary["problems"] == 2
     dst_store = LocalStore(tmp_path / "b" / "store")
     with Catalog(make_catalog_url(OTHER[backend])) as dst:
-        out = import_bundle(dst, dst_store, bundle)
+        out = import_bundle(dst, dst_store, bundle, trust_unsigned=True)
         assert out["added"]["artifacts"] == 4 and out["added"]["library_entries"] == 4
         all_ids = ids["chain"] + ids["second_chain"]
         assert sorted(dst_store.ids()) == sorted(all_ids)
@@ -83,7 +83,7 @@ def test_round_trip_to_the_other_backend_is_byte_identical(backend, catalog_url,
         again = export_bundle(dst, dst_store, tmp_path / "again.galahad")
         assert again["artifacts"] == 4
         assert sha256_hex((tmp_path / "again.galahad").read_bytes()) == sha256_hex(bundle.read_bytes())
-        second = import_bundle(dst, dst_store, bundle)  # idempotent
+        second = import_bundle(dst, dst_store, bundle, trust_unsigned=True)  # idempotent
         assert set(second["added"].values()) == {0}
 
 
@@ -99,7 +99,7 @@ def test_library_export_takes_ancestors(catalog_url, make_catalog_url, tmp_path)
         with pytest.raises(GalahadError, match="already exists"):
             export_bundle(cat, store, tmp_path / "other.galahad", library="other")
     with Catalog(make_catalog_url("sqlite")) as dst:
-        import_bundle(dst, LocalStore(tmp_path / "dst"), tmp_path / "other.galahad")
+        import_bundle(dst, LocalStore(tmp_path / "dst"), tmp_path / "other.galahad", trust_unsigned=True)
         assert [p["id"] for p in dst.artifacts.lineage(tip_id)["parents"]] == ids["chain"][::-1]
         assert W.chains(dst, "other") == [[tip_id]] and W.chains(dst, "arith") == []
 
@@ -149,12 +149,12 @@ def test_bad_bundles_are_refused_with_nothing_written(catalog_url, make_catalog_
     with Catalog(catalog_url) as dst:
         for name, path in paths.items():
             with pytest.raises(GalahadError) as err:
-                import_bundle(dst, dst_store, path)
+                import_bundle(dst, dst_store, path, trust_unsigned=True)
             assert "\n" not in str(err.value), name
             assert list(dst_store.ids()) == [] and not dst_store.root.exists(), name
             s = dst.stats()
             assert (s["problems"], s["artifacts"], s["attempts"], s["libraries"]) == (0, 0, 0, 0), name
-        import_bundle(dst, dst_store, good)  # and the untampered bundle still goes in
+        import_bundle(dst, dst_store, good, trust_unsigned=True)  # and the untampered bundle still goes in
         assert dst.stats()["artifacts"] == 4
 
 
@@ -168,7 +168,7 @@ def test_bundle_that_conflicts_with_the_catalog_is_refused(catalog_url, make_cat
         other_id, other = W.make_artifact(seed=777)
         dst.artifacts.deposit(dst_store, dst_store.put(other), library="arith")  # same library name, different first artifact
         with pytest.raises(GalahadError, match="conflicts"):
-            import_bundle(dst, dst_store, tmp_path / "b.galahad")
+            import_bundle(dst, dst_store, tmp_path / "b.galahad", trust_unsigned=True)
         assert list(dst_store.ids()) == [other_id] and dst.stats()["artifacts"] == 1
 
 
@@ -228,7 +228,7 @@ def test_bundle_v2_carries_recall_rows_and_keys(catalog_url, make_catalog_url, t
     assert len(manifest["tables"]["problem_keys"]) == 2 and len(manifest["tables"]["runtimes"]) == 1
     fps = (W.FP_MODEL, W.FP_RUNTIME)
     with Catalog(catalog_url) as dst:
-        out = import_bundle(dst, LocalStore(tmp_path / "b"), bundle)
+        out = import_bundle(dst, LocalStore(tmp_path / "b"), bundle, trust_unsigned=True)
         assert out["added"]["recalls"] == 2 and out["added"]["problem_keys"] == 2
         got = canonical_rows(dst)
         assert got["recalls"] == {r for r in want["recalls"]} and got["runtimes"] == want["runtimes"]
@@ -247,7 +247,7 @@ def test_format_1_bundles_still_import(make_catalog_url, tmp_path):
         export_bundle(src, src_store, bundle)
     old = write_tar(tmp_path / "v1.galahad", sorted(_as_format_1(members(bundle)).items()))
     with Catalog(make_catalog_url("postgresql")) as dst:
-        out = import_bundle(dst, LocalStore(tmp_path / "b"), old)
+        out = import_bundle(dst, LocalStore(tmp_path / "b"), old, trust_unsigned=True)
         assert out["added"]["artifacts"] == 6
         # keys are computed and recall rows derived from the recall artifacts' own headers
         fps = (W.FP_MODEL, W.FP_RUNTIME)
@@ -285,7 +285,7 @@ def test_bundle_v2_memory_rows_that_lie_are_refused(make_catalog_url, tmp_path):
         for i, (name, (manifest, match)) in enumerate(cases.items()):
             path = write_tar(tmp_path / f"lie{i}.tar", list(resealed(items, manifest).items()))
             with pytest.raises(GalahadError, match=match):
-                import_bundle(dst, dst_store, path)
+                import_bundle(dst, dst_store, path, trust_unsigned=True)
             assert dst.stats()["artifacts"] == 0 and list(dst_store.ids()) == [], name
 
 
@@ -313,11 +313,11 @@ def test_import_into_a_fresh_data_dir_recalls_with_no_run_between(tmp_path, mode
     assert [p for p, _, _ in before] == ["hash"] * len(PROBLEMS)
     with Catalog(f"sqlite:///{tmp_path / 'fresh.sqlite3'}") as fresh:
         store = LocalStore(tmp_path / "fresh-store")
-        import_bundle(fresh, store, tmp_path / "memory.galahad")
+        import_bundle(fresh, store, tmp_path / "memory.galahad", trust_unsigned=True)
         assert recalled(Solver(dep.engine, fresh, store)) == before  # the same artifacts, the same bytes out
     url = f"sqlite:///{tmp_path / 'moved.sqlite3'}"
     cli = [sys.executable, "-m", "galahad.flywheel.cli.main", "--data", str(tmp_path / "d"), "catalog", "--catalog",
-           url, "--store", str(tmp_path / "moved-store"), "import", str(tmp_path / "memory.galahad"), "--recompile",
+           url, "--store", str(tmp_path / "moved-store"), "import", str(tmp_path / "memory.galahad"), "--recompile", "--trust-unsigned",
            "--model", "tiny", "--json"]
     done = subprocess.run(cli, env={**os.environ, **OTHER_ENV, "GALAHAD_MODEL_CACHE": str(model_cache)},
                           capture_output=True, text=True, timeout=300)

@@ -98,7 +98,7 @@ def test_export_import_via_cli(data, make_catalog_url, capsys, tmp_path):
     code, _, err = run(capsys, *cat_args(root, url, "export", str(bundle)))
     assert one_line_error(code, err) and "already exists" in err
     other = tmp_path / "other"
-    code, out, _ = run(capsys, "--data", str(other), "catalog", "import", str(bundle), "--json")
+    code, out, _ = run(capsys, "--data", str(other), "catalog", "import", str(bundle), "--trust-unsigned", "--json")
     assert code == 0 and json.loads(out)["added"]["artifacts"] == 4
     code, out, _ = run(capsys, "--data", str(other), "catalog", "stats", "--json")
     assert json.loads(out)["artifacts"] == 4 and (other / "catalog.sqlite3").is_file()

@@ -46,7 +46,7 @@ def test_deposit_and_solve_ignore_a_foreign_fingerprint_library(tmp_path, model_
     dep = LocalDepositor("tiny", model_cache, DEFAULT_RUNTIME, url, tmp_path / "store")
     cat, store = dep.catalog, dep.store
     try:
-        assert import_bundle(cat, store, bundle)["added"]["artifacts"] == 2
+        assert import_bundle(cat, store, bundle, trust_unsigned=True)["added"]["artifacts"] == 2
         assert cat.libraries.tail(LIB)["id"] == foreign[-1]  # the foreign chain is the library's newest
         placed = []
         for text, answer in (("What is 3 + 4?", "7"), ("What is 2 + 5?", "7")):
@@ -80,7 +80,7 @@ def test_recurrence_skips_a_problem_verified_only_by_another_model(tmp_path, mod
     dep = LocalDepositor("tiny", model_cache, DEFAULT_RUNTIME, f"sqlite:///{tmp_path / 'c.sqlite3'}",
                          tmp_path / "store")
     try:
-        import_bundle(dep.catalog, dep.store, bundle)
+        import_bundle(dep.catalog, dep.store, bundle, trust_unsigned=True)
         solver = Solver(dep.engine, dep.catalog, dep.store)
         assert solver.recurrence("What is 3 + 4?") is None  # not a fingerprint-mismatch error
         ans = solver.solve("What is 3 + 4?", "t-add", "arith")  # no own chain yet: the base model answers

@@ -71,7 +71,7 @@ def test_forged_tensors_are_refused_on_import_fsck_and_graft(engine, tmp_path, n
     dst_store = LocalStore(tmp_path / "dst-store")
     with Catalog(f"sqlite:///{tmp_path / 'dst.sqlite3'}") as dst:
         with pytest.raises(GalahadError, match=why):
-            import_bundle(dst, dst_store, bundle)
+            import_bundle(dst, dst_store, bundle, trust_unsigned=True)
         assert dst.stats()["artifacts"] == 0 and not list(dst_store.ids())
 
 
@@ -108,7 +108,7 @@ def test_verify_rederives_and_refuses_plausible_forged_kv(engine, tmp_path, caps
         export_bundle(src, store, bundle)
         src_url = src.url
     with Catalog(f"sqlite:///{tmp_path / 'plain.sqlite3'}") as dst:
-        assert import_bundle(dst, LocalStore(tmp_path / "plain-store"), bundle)["added"]["artifacts"] == 3
+        assert import_bundle(dst, LocalStore(tmp_path / "plain-store"), bundle, trust_unsigned=True)["added"]["artifacts"] == 3
     with Catalog(f"sqlite:///{tmp_path / 'verified.sqlite3'}") as dst:
         with pytest.raises(GalahadError, match="re-derived bytes differ"):
             import_bundle(dst, LocalStore(tmp_path / "v-store"), bundle, rederive=RebuildCheck(engine))

@@ -99,7 +99,7 @@ def test_deep_json_in_a_bundle_manifest_is_refused_with_nothing_written(tmp_path
     store = LocalStore(tmp_path / "store")
     with Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}") as cat:
         with pytest.raises(GalahadError, match="manifest"):
-            import_bundle(cat, store, bundle)
+            import_bundle(cat, store, bundle, trust_unsigned=True)
         assert cat.stats()["artifacts"] == 0 and not store.root.exists()
 
 
@@ -358,7 +358,7 @@ def test_rows_the_database_would_refuse_are_refused_before_any_blob_is_written(
     store = LocalStore(tmp_path / "dst")
     with Catalog(catalog_url) as dst:
         with pytest.raises(GalahadError) as err:
-            import_bundle(dst, store, bad)
+            import_bundle(dst, store, bad, trust_unsigned=True)
         assert "\n" not in str(err.value)
         assert list(store.ids()) == [] and not store.root.exists()  # not one blob written
         s = dst.stats()
@@ -397,7 +397,7 @@ def test_a_sparse_bundle_member_is_refused_with_bounded_memory(tmp_path):
         from galahad.flywheel.errors import GalahadError
         with Catalog({f"sqlite:///{tmp_path / 'dst.sqlite3'}"!r}) as cat:
             try:
-                import_bundle(cat, LocalStore({str(tmp_path / 'dst')!r}), {str(bundle)!r}); err = None
+                import_bundle(cat, LocalStore({str(tmp_path / 'dst')!r}), {str(bundle)!r}, trust_unsigned=True); err = None
             except GalahadError as exc:
                 err = str(exc)
         print(json.dumps({{"err": err, "maxrss_kb": int([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])}}))

@@ -89,7 +89,7 @@ def test_import_still_creates_a_catalog(data, tmp_path, capsys):
     with Catalog(url) as cat:
         export_bundle(cat, LocalStore(root / "store"), bundle)
     fresh = tmp_path / "fresh"
-    code, out, err = run(capsys, "--data", str(fresh), "catalog", "import", str(bundle), "--json")
+    code, out, err = run(capsys, "--data", str(fresh), "catalog", "import", str(bundle), "--trust-unsigned", "--json")
     assert code == 0, err
     assert json.loads(out)["added"]["artifacts"] == 4 and (fresh / "catalog.sqlite3").is_file()
 
@@ -158,7 +158,7 @@ def _import_refused(tmp_path, items: dict, name: str, match: str) -> None:
     store = LocalStore(tmp_path / f"{name}-store")
     with Catalog(f"sqlite:///{tmp_path / f'{name}.sqlite3'}") as cat:
         with pytest.raises(GalahadError, match=match):
-            import_bundle(cat, store, path)
+            import_bundle(cat, store, path, trust_unsigned=True)
         assert cat.stats()["problems"] == 0 and cat.stats()["artifacts"] == 0
     assert not list(store.ids())
 
@@ -190,6 +190,6 @@ def test_bundle_problem_with_another_gold_answer_than_here_is_refused(tmp_path):
     with Catalog(f"sqlite:///{tmp_path / 'dst.sqlite3'}") as cat:
         cat.problems.add("What is 4 + 3?", "8", source="unit", topic="arith")
         with pytest.raises(GalahadError, match="gold answer"):
-            import_bundle(cat, store, bundle)
+            import_bundle(cat, store, bundle, trust_unsigned=True)
         assert cat.stats()["artifacts"] == 0
     assert not list(store.ids())

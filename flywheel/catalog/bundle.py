@@ -4,12 +4,19 @@ A bundle is one uncompressed tar file (USTAR, fixed mtimes/owners, sorted member
 always makes the same bundle bytes):
     MANIFEST.sha256        SHA-256 of manifest.json
     manifest.json          {"format", "tables": {table: [rows]}, "blobs": {id: size}}
+    MANIFEST.sig           (signed bundles) an Ed25519 signature over manifest.json's SHA-256 (`signing.py`)
     blobs/<sha256>         each artifact's bytes
 The rows are the artifacts, their ancestors, their provenance (verification, attempt, problem, run) and
 library entries, and (format 2, `bundle_memory.py`) the rest of memory: recall rows, problem keys and
 runtime facts, so an import answers recurrences by hash and key with no run in between. Format-1 bundles
 still import. Every id is content-derived or a UUID, so rows keep their ids on any catalog; only an
 artifact's `location` (which store holds it) is machine-local and is rewritten on import.
+
+Import first decides whether to trust the bundle at all (before any blob is read): a bundle signed by a key
+the data dir trusts goes on; an unsigned one, or one signed by another key, only with a re-derivation of
+every artifact (`rederive`, `import --verify`) or `trust_unsigned` (`--trust-unsigned`); a signature that
+does not verify is refused always. The manifest binds every row and every blob's SHA-256, so signing it
+signs the whole bundle.
 
 Import validates everything before writing anything: member names (no traversal, no links), every blob's
 hash and size, every artifact header against its row (span, tokens, fingerprints), every content-derived
@@ -52,6 +59,7 @@ from galahad.flywheel.catalog.bundle_memory import (
 from galahad.flywheel.catalog.db import WRITE
 from galahad.flywheel.catalog.fsck import header_columns, row_mismatch
 from galahad.flywheel.catalog.schema import TABLES
+from galahad.flywheel.catalog.signing import MAX_SIGNATURE, SIGNATURE_MEMBER, check_signature, sign_manifest
 from galahad.flywheel.errors import GalahadError, IntegrityError
 from galahad.flywheel.problems.records import problem_hash
 from galahad.flywheel.safe_json import loads as safe_loads
@@ -183,8 +191,9 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 
 def export_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, library: str | None = None,
-                  overwrite: bool = False) -> dict[str, Any]:
-    """Write a bundle of every artifact (or one library's, with ancestors) and its rows; atomic."""
+                  overwrite: bool = False, signer=None) -> dict[str, Any]:
+    """Write a bundle of every artifact (or one library's, with ancestors) and its rows; atomic. `signer`
+    (an Ed25519 private key, `signing.load_private_key`) signs its manifest, and so all of it."""
     target = Path(path)
     try:
         mode = os.lstat(target).st_mode
@@ -208,6 +217,7 @@ def export_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, l
         "blobs": {a["id"]: a["size"] for a in sorted(tables["artifacts"], key=lambda a: a["id"])},
     }
     mbytes = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+    signature = sign_manifest(signer, mbytes) if signer is not None else None
     fd, tmp = tempfile.mkstemp(prefix=".tmp-bundle-", dir=target.parent)
     try:
         shareable(fd)
@@ -215,6 +225,8 @@ def export_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, l
             with tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as tar:
                 _add(tar, "MANIFEST.sha256", sha256_hex(mbytes).encode())
                 _add(tar, "manifest.json", mbytes)
+                if signature is not None:  # before the blobs: import decides trust before reading any
+                    _add(tar, SIGNATURE_MEMBER, signature)
                 for blob_id in manifest["blobs"]:
                     _add(tar, f"blobs/{blob_id}", store.get(blob_id, manifest["blobs"][blob_id]))  # hash-checked
             f.flush()
@@ -223,8 +235,9 @@ def export_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, l
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return {"bundle": str(target), "artifacts": len(manifest["blobs"]),
-            "bytes": sum(manifest["blobs"].values()), **{t: len(tables[t]) for t in ORDER}}
+    return {"bundle": str(target), "artifacts": len(manifest["blobs"]), "bytes": sum(manifest["blobs"].values()),
+            "signed_by": safe_loads(signature)["key_id"] if signature is not None else None,
+            **{t: len(tables[t]) for t in ORDER}}
 
 
 def _open(path: Path) -> tarfile.TarFile:
@@ -269,9 +282,19 @@ def _scan_blob(tar: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[str, byte
     return digest.hexdigest(), head
 
 
-def _stage(path: Path, catalog: Catalog) -> tuple[dict[str, list[dict[str, Any]]], dict[str, int]]:
-    """Validate the whole bundle; returns its rows and blob sizes. Reads only."""
-    checksum, mbytes, blobs, extras = None, None, {}, {}
+def _stage(path: Path, catalog: Catalog, gate) -> tuple[dict[str, list[dict[str, Any]]], dict[str, int]]:
+    """Validate the whole bundle; returns its rows and blob sizes. Reads only. `gate(mbytes, signature)`
+    decides trust once, as early as it can: at the first blob when the manifest came before it (as the
+    writer puts it), else after the last member; a signature after that point is refused."""
+    checksum, mbytes, signature, gated, blobs, extras = None, None, None, False, {}, {}
+
+    def decide() -> None:
+        nonlocal gated
+        gated = True
+        if sha256_hex(mbytes) != checksum:
+            raise IntegrityError("corrupted bundle: manifest.json does not match MANIFEST.sha256")
+        gate(mbytes, signature)
+
     try:
         with _open(path) as tar:
             for m in tar:
@@ -279,7 +302,14 @@ def _stage(path: Path, catalog: Catalog) -> tuple[dict[str, list[dict[str, Any]]
                         or m.name.startswith("/") or ".." in m.name.split("/")):
                     raise GalahadError(f"malformed bundle: refusing member {m.name[:120]!r} (not a plain relative file)")
                 blob = _BLOB.match(m.name)
-                if m.name == "MANIFEST.sha256" and checksum is None:
+                if blob and not gated and checksum is not None and mbytes is not None:
+                    decide()
+                if m.name == SIGNATURE_MEMBER and signature is None:
+                    if gated:
+                        raise GalahadError(f"malformed bundle: {SIGNATURE_MEMBER} comes after the blobs (trust is "
+                                           "decided before them)")
+                    signature = _read(tar, m, MAX_SIGNATURE)
+                elif m.name == "MANIFEST.sha256" and checksum is None:
                     checksum = _read(tar, m, 1024).decode("ascii", "replace").strip()
                 elif m.name == "manifest.json" and mbytes is None:
                     if m.size > MAX_MANIFEST:
@@ -301,8 +331,8 @@ def _stage(path: Path, catalog: Catalog) -> tuple[dict[str, list[dict[str, Any]]
         raise GalahadError(f"incomplete or malformed bundle {path.name}: {exc}") from exc
     if checksum is None or mbytes is None:
         raise GalahadError("incomplete bundle: no manifest")
-    if sha256_hex(mbytes) != checksum:
-        raise IntegrityError("corrupted bundle: manifest.json does not match MANIFEST.sha256")
+    if not gated:
+        decide()
     try:
         manifest = safe_loads(mbytes)
         raw, sizes = manifest["tables"], manifest["blobs"]
@@ -469,14 +499,39 @@ def _check_tensors(path: Path, sizes: dict[str, int]) -> None:
                     raise GalahadError(f"malformed bundle: blob {blob.group(1)[:16]}: tensors: {exc}") from exc
 
 
-def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, rederive=None) -> dict[str, Any]:
+def _trust_gate(path: Path, trusted_keys, rederive, trust_unsigned: bool, seen: dict[str, Any]):
+    """The import's trust decision: `gate(mbytes, signature)` for `_stage`; records what it decided in `seen`."""
+    def gate(mbytes: bytes, signature: bytes | None) -> None:
+        signer = check_signature(signature, mbytes) if signature is not None else None  # a bad one: always refused
+        trusted = signer is not None and signer in set(trusted_keys)
+        seen.update(signed_by=signer, trusted=trusted,
+                    admitted_by="trusted key" if trusted else "verify" if rederive is not None
+                    else "trust-unsigned" if trust_unsigned else None)
+        if seen["admitted_by"] is not None:
+            return
+        options = ("import it with --verify (re-derive every artifact here) or --trust-unsigned, or have it "
+                   "exported with --sign KEY by a key this data dir trusts (`galahad catalog trust KEY.pub`)")
+        if signer is None:
+            raise GalahadError(f"refusing unsigned bundle {path.name}: {options}")
+        raise GalahadError(f"refusing bundle {path.name}: signed by key {signer[:16]}, which this data dir does "
+                             f"not trust; `galahad catalog trust KEY.pub` to trust it, or {options.split(', or ')[0]}")
+    return gate
+
+
+def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, rederive=None, *,
+                  trusted_keys=(), trust_unsigned: bool = False) -> dict[str, Any]:
     """Validate the whole bundle, then put its blobs and commit its rows; refuses without writing.
+
+    Trust first: a bundle goes on only if signed by one of `trusted_keys` (key ids, `signing.TrustedKeys.ids`),
+    or if `rederive` re-derives every artifact, or with `trust_unsigned`; a signature that does not verify
+    refuses it whatever the flags.
 
     `rederive` (a `learn.rebuild_check.RebuildCheck`, for `import --verify`): before anything is written, every
     artifact is re-derived from its token ids and parent on the local engine; any whose bytes differ, or
     that cannot be re-derived here, refuses the whole bundle."""
     path = Path(path)
-    tables, sizes = _stage(path, catalog)
+    seen: dict[str, Any] = {}
+    tables, sizes = _stage(path, catalog, _trust_gate(path, trusted_keys, rederive, trust_unsigned, seen))
     location = store_location(store)
     tables["artifacts"] = [{**a, "location": location} for a in _parents_first(tables["artifacts"])]
     _trial_insert(catalog, tables)
@@ -501,4 +556,4 @@ def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, r
     added = {}
     with catalog.write() as conn:  # the blobs are durable: commit all rows at once
         added = _insert_all(catalog, conn, tables)
-    return {"bundle": str(path), "artifacts": len(sizes), "bytes": sum(sizes.values()), "added": added}
+    return {"bundle": str(path), "artifacts": len(sizes), "bytes": sum(sizes.values()), "added": added, **seen}

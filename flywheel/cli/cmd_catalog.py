@@ -15,6 +15,7 @@ import sys
 from datetime import datetime
 from typing import Any
 
+from galahad.flywheel.cli import catalog_keys
 from galahad.flywheel.cli.argtypes import count, finite
 from galahad.flywheel.cli.flags import add_model_flag, byte_size
 from galahad.flywheel.config import CATALOG_ENV, GcConfig
@@ -67,8 +68,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("bundle")
     a.add_argument("--library", default=None, help="only this library's chains (with ancestors)")
     a.add_argument("--force", action="store_true", help="overwrite an existing file")
-    a = cs.add_parser("import", parents=[common, verify], help="check a bundle completely, then add it")
+    a.add_argument("--sign", default=None, metavar="KEYFILE",
+                   help="sign the bundle with this Ed25519 private key (`catalog keygen`); importers that trust "
+                        "its public key take it without --verify")
+    a = cs.add_parser("import", parents=[common, verify],
+                      help="check a bundle completely, then add it (signed by a trusted key, else --verify or "
+                           "--trust-unsigned)")
     a.add_argument("bundle")
+    a.add_argument("--trust-unsigned", action="store_true",
+                   help="take a bundle that is unsigned or signed by a key this data dir does not trust, without "
+                        "re-deriving it (every content check still runs; a bad signature is still refused)")
     a.add_argument("--recompile", action="store_true",
                    help="then rebuild its artifacts made under another runtime for this machine (as `recompile`)")
     a = cs.add_parser("recompile", parents=[common],
@@ -84,6 +93,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--all", action="store_true",
                    help="also the libraries' current chains (spared by default: a running learner extends them "
                         "from the store); only while no learner runs on this catalog")
+    catalog_keys.register(cs, common)
     p.set_defaults(func=run)
 
 
@@ -241,6 +251,8 @@ def _recompile(args: argparse.Namespace, cat, store, as_json: bool) -> dict[str,
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.catalog_command in catalog_keys.ACTIONS:  # keys need no catalog
+        return catalog_keys.run(args)
     cat, store = _open(args)
     try:
         return _dispatch(args, cat, store)
@@ -334,23 +346,30 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
     elif action == "export":
         from galahad.flywheel.catalog.bundle import export_bundle
 
-        out = export_bundle(cat, store, args.bundle, library=args.library, overwrite=args.force)
+        signer = load_private_key(args.sign) if args.sign is not None else None  # refused before any work
+        out = export_bundle(cat, store, args.bundle, library=args.library, overwrite=args.force, signer=signer)
         _json(out) if as_json else print(f"exported {out['artifacts']:,} artifacts ({out['bytes']:,} bytes) "
-                                         f"to {out['bundle']}")
+                                         f"to {out['bundle']}"
+                                         + (f", signed by key {out['signed_by'][:16]}" if out["signed_by"] else ""))
     elif action == "import":
         from galahad.flywheel.catalog.bundle import import_bundle
 
-        out = import_bundle(cat, store, args.bundle, rederive=_rederiver(args))
+        trusted = catalog_keys.trusted(args).ids()
+        out = import_bundle(cat, store, args.bundle, rederive=_rederiver(args), trusted_keys=trusted,
+                            trust_unsigned=args.trust_unsigned)
+        from galahad.flywheel.catalog.signing import load_private_key
         if args.recompile:
             out["recompile"] = _recompile(args, cat, store, as_json)
         _json(out) if as_json else print(f"imported {out['bundle']}: {out['artifacts']:,} artifacts "
-                                         f"({out['bytes']:,} bytes); new rows: "
-                                         + ", ".join(f"{k} {v}" for k, v in out["added"].items()))
+                                         f"({out['bytes']:,} bytes; {signer}, taken by {out['admitted_by']}); "
+                                         "new rows: " + ", ".join(f"{k} {v}" for k, v in out["added"].items()))
     elif action == "recompile":
         out = _recompile(args, cat, store, as_json)
         if as_json:
             _json(out)
     elif action == "evict":
+        signer = (f"signed by trusted key {out['signed_by'][:16]}" if out["trusted"] else
+                  f"signed by untrusted key {out['signed_by'][:16]}" if out["signed_by"] else "unsigned")
         from galahad.flywheel.catalog.evictions import evict
 
         out = evict(cat, store, args.to, dry_run=args.dry_run, spare_current=not args.all)
