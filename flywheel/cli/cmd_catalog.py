@@ -345,6 +345,7 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
                   f"({out['superseded_bytes']:,} bytes; rows kept)")
     elif action == "export":
         from galahad.flywheel.catalog.bundle import export_bundle
+        from galahad.flywheel.catalog.signing import load_private_key
 
         signer = load_private_key(args.sign) if args.sign is not None else None  # refused before any work
         out = export_bundle(cat, store, args.bundle, library=args.library, overwrite=args.force, signer=signer)
@@ -357,9 +358,10 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
         trusted = catalog_keys.trusted(args).ids()
         out = import_bundle(cat, store, args.bundle, rederive=_rederiver(args), trusted_keys=trusted,
                             trust_unsigned=args.trust_unsigned)
-        from galahad.flywheel.catalog.signing import load_private_key
         if args.recompile:
             out["recompile"] = _recompile(args, cat, store, as_json)
+        signer = (f"signed by trusted key {out['signed_by'][:16]}" if out["trusted"] else
+                  f"signed by untrusted key {out['signed_by'][:16]}" if out["signed_by"] else "unsigned")
         _json(out) if as_json else print(f"imported {out['bundle']}: {out['artifacts']:,} artifacts "
                                          f"({out['bytes']:,} bytes; {signer}, taken by {out['admitted_by']}); "
                                          "new rows: " + ", ".join(f"{k} {v}" for k, v in out["added"].items()))
@@ -368,8 +370,6 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
         if as_json:
             _json(out)
     elif action == "evict":
-        signer = (f"signed by trusted key {out['signed_by'][:16]}" if out["trusted"] else
-                  f"signed by untrusted key {out['signed_by'][:16]}" if out["signed_by"] else "unsigned")
         from galahad.flywheel.catalog.evictions import evict
 
         out = evict(cat, store, args.to, dry_run=args.dry_run, spare_current=not args.all)
