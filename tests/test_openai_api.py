@@ -13,6 +13,7 @@ from starlette.requests import Request
 
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.service import openai_protocol as protocol
+from galahad.flywheel.service.answering import Decoding
 from galahad.flywheel.service.security import caller_identity
 
 TOKEN = "test-token-openai-0123456789"
@@ -69,14 +70,18 @@ def test_chat_completion_answers_through_the_one_answering_path(served, client, 
         {"role": "system", "content": "You are terse."}, {"role": "user", "content": "What is 9 + 9?"},
         {"role": "assistant", "content": "18"}, {"role": "user", "content": SEEDED[0]}])
     assert r.object == "chat.completion" and r.model == "tiny" and r.id.startswith("chatcmpl-") and r.created > 0
-    assert len(r.choices) == 1 and r.choices[0].finish_reason == "stop" and r.choices[0].message.role == "assistant"
+    assert len(r.choices) == 1 and r.choices[0].message.role == "assistant"
+    assert r.choices[0].finish_reason in ("stop", "length") and r.choices[0].logprobs is None
     assert r.choices[0].message.content == solved["answer"]  # the last user message, the same deterministic path
     g = ext(r)
     assert g["path"] == solved["path"] and g["verified"] == solved["verified"]
     assert g["matched_problem"] == solved["matched_problem"]
     assert g["grafted_artifacts"] == solved["grafted_artifacts"] and g["gold_source"] == solved["gold_source"]
     assert g["problem_id"] == problem_hash(SEEDED[0]) and g["queued"] is False
-    assert r.usage.prompt_tokens == count(SEEDED[0]) and r.usage.completion_tokens == count(solved["answer"])
+    # usage: the context the model read (memory grafted + the prompt) and the tokens it decoded
+    assert r.usage.completion_tokens == g["decode_tokens"] == solved["decode_tokens"]
+    assert r.usage.prompt_tokens_details.cached_tokens == g["grafted_tokens"] < r.usage.prompt_tokens
+    assert r.usage.prompt_tokens > count(SEEDED[0])
     assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
     assert r.system_fingerprint == "fp_" + solved["runtime_fingerprint"][:12]
 
@@ -91,7 +96,7 @@ def test_streamed_chat_reassembles_to_the_same_answer(client):
     content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert content == whole.choices[0].message.content
     finish = [c for c in chunks if c.choices and c.choices[0].finish_reason]
-    assert len(finish) == 1 and finish[0].choices[0].finish_reason == "stop"
+    assert len(finish) == 1 and finish[0].choices[0].finish_reason == whole.choices[0].finish_reason
     assert ext(finish[0]).pop("seconds") > 0 and same(ext(finish[0]), ext(whole))
     assert chunks[-1].choices == [] and chunks[-1].usage.model_dump() == whole.usage.model_dump()
     plain = list(client.chat.completions.create(model="tiny", messages=ask, stream=True))
@@ -103,11 +108,12 @@ def test_completion_plain_and_streamed(client, served):
     solved = served.json("POST", "/v1/solve", {"problem": SEEDED[0]})[1]
     r = client.completions.create(model="tiny", prompt=SEEDED[0])
     assert r.object == "text_completion" and r.choices[0].text == solved["answer"]
-    assert r.choices[0].finish_reason == "stop" and ext(r)["path"] == solved["path"]
+    assert r.choices[0].finish_reason in ("stop", "length") and ext(r)["path"] == solved["path"]
     assert client.completions.create(model="tiny", prompt=[SEEDED[0]]).choices[0].text == solved["answer"]
     parts = list(client.completions.create(model="tiny", prompt=SEEDED[0], stream=True))
     assert "".join(c.choices[0].text for c in parts) == solved["answer"]
-    assert parts[-1].choices[0].finish_reason == "stop" and ext(parts[-1])["path"] == solved["path"]
+    assert parts[-1].choices[0].finish_reason == r.choices[0].finish_reason
+    assert ext(parts[-1])["path"] == solved["path"]
 
 
 def test_models_list_and_retrieve(served, client):
@@ -127,7 +133,7 @@ def test_metadata_gold_queues_the_problem_exactly_as_solve_does(served, client):
     r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": text}],
                                        metadata={"gold": "9"})
     g = ext(r)
-    assert g["queued"] is True and g["problem_id"] == problem_hash(text) and g["verified"] is None
+    assert g["queued"] is True and g["problem_id"] == problem_hash(text) and g["verified"] is not True
     assert g["matches_gold"] in (True, False) and g["gold_source"] is None
     code, status = served.json("GET", f"/v1/problems/{g['problem_id']}")
     assert code == 200 and status["status"] == "pending" and status["text"] == text  # --no-learn: it waits
@@ -157,10 +163,11 @@ USER = [{"role": "user", "content": "What is 1 + 1?"}]
 REFUSED = [  # (keyword arguments to chat.completions.create, SDK exception, error code)
     ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}, openai.BadRequestError,
      "unsupported_parameter"),
-    ({"n": 2}, openai.BadRequestError, "unsupported_parameter"),
-    ({"logprobs": True}, openai.BadRequestError, "unsupported_parameter"),
-    ({"stop": ["\n"]}, openai.BadRequestError, "unsupported_parameter"),
-    ({"max_tokens": 1}, openai.BadRequestError, "unsupported_parameter"),
+    ({"n": 9}, openai.BadRequestError, "unsupported_parameter"),
+    ({"top_logprobs": 2}, openai.BadRequestError, "invalid_request"),  # without logprobs: true
+    ({"max_tokens": 0}, openai.UnprocessableEntityError, "invalid_value"),
+    ({"stop": ["a", "b", "c", "d", "e"]}, openai.UnprocessableEntityError, "invalid_value"),
+    ({"reasoning_effort": "high"}, openai.BadRequestError, "unsupported_parameter"),
     ({"response_format": {"type": "json_object"}}, openai.BadRequestError, "unsupported_parameter"),
     ({"extra_body": {"frobnicate": 1}}, openai.BadRequestError, "unsupported_parameter"),
     ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}]},
@@ -268,7 +275,7 @@ def test_metrics_per_route_and_answer_path(served, client):
     client.completions.create(model="tiny", prompt="What is 1 + 1?")
     client.models.list()
     with pytest.raises(openai.BadRequestError):
-        client.chat.completions.create(model="tiny", messages=USER, n=3)
+        client.chat.completions.create(model="tiny", messages=USER, n=9)
     text = _metrics(served)
     path = ext(r)["path"]
     for endpoint in ("/v1/chat/completions", "/v1/completions"):
@@ -283,23 +290,43 @@ def test_metrics_per_route_and_answer_path(served, client):
 def test_protocol_parsing_and_bodies():
     ask = protocol.parse_chat({"model": "m", "messages": [{"role": "system", "content": "s"}, USER[0]],
                                "temperature": 0.7, "seed": 3, "user": "u", "top_p": None,
-                               "metadata": {"gold": "2", "trace": "t"}}, "m", 12)
-    assert ask == protocol.Ask("chat", "What is 1 + 1?", "2", False, False)
-    with pytest.raises(protocol.Unsupported, match="stop"):
-        protocol.parse_chat({"model": "m", "messages": USER, "stop": "x"}, "m", 12)
+                               "metadata": {"gold": "2", "trace": "t"}}, "m")
+    assert ask == protocol.Ask("chat", "What is 1 + 1?", "2", False, False, Decoding(temperature=0.7, seed=3))
+    ask = protocol.parse_chat({"model": "m", "messages": USER, "max_tokens": 9, "max_completion_tokens": 1,
+                               "stop": "x", "n": 2, "logprobs": True, "top_logprobs": 3}, "m")
+    assert ask.decoding == Decoding(max_tokens=1, n=2, logprobs=3, stop=("x",))
+    assert protocol.parse_completion({"model": "m", "prompt": "p", "logprobs": 0, "max_tokens": 4}, "m").decoding \
+        == Decoding(max_tokens=4, logprobs=0)
     with pytest.raises(protocol.Invalid, match="temperature"):
-        protocol.parse_chat({"model": "m", "messages": USER, "temperature": 3}, "m", 12)
-    assert protocol.parse_chat({"model": "m", "messages": USER, "max_tokens": 12}, "m", 12).problem
+        protocol.parse_chat({"model": "m", "messages": USER, "temperature": 3}, "m")
+    with pytest.raises(protocol.Unsupported) as e:  # a whole sentence, never the value cut mid-word
+        protocol.parse_chat({"model": "m", "messages": USER, "tools": [{"type": "function", "function": {
+            "name": "a_rather_long_function_name_that_would_be_cut", "parameters": {}}}]}, "m")
+    assert str(e.value) == f"tools are not supported: {protocol._NO_TOOLS}" and str(e.value).endswith(")")
+    for table in (protocol.CHAT, protocol.TEXT):  # every parameter of the SDK's requests has a rule
+        assert all(v in (protocol.HONOURED, protocol.IGNORED) or isinstance(v, tuple) for v in table.values())
     for text in ("", "5", " 5", "x = 5 and y = 7 ", "a\n b"):
         assert "".join(protocol.pieces(text)) == text
-    out = {"answer": "x = 5", "path": "hash", "verified": True, "matches_gold": None, "gold_source": "computed",
-           "matched_problem": "p", "grafted_artifacts": ["a"], "decode_tokens": 3, "problem_id": "i",
-           "queued": False, "model_fingerprint": "m" * 64, "runtime_fingerprint": "r" * 64, "seconds": 0.5}
-    events = protocol.stream_events(protocol.Ask("chat", "q", None, True, True), out, "m", len, 1, "id")
+    choice = {"answer": "x = 5", "finish_reason": "length", "verified": None, "matches_gold": None,
+              "decode_tokens": 3, "logprobs": [{"token": "x", "logprob": -0.5, "top": [{"token": "x", "logprob": -0.5}]}]}
+    out = {"answer": "x = 5", "path": "hash", "verified": None, "matches_gold": None, "gold_source": None,
+           "matched_problem": "p", "grafted_artifacts": ["a"], "grafted_tokens": 10, "prompt_tokens": 14,
+           "decode_tokens": 3, "problem_id": "i", "queued": False, "model_fingerprint": "m" * 64,
+           "runtime_fingerprint": "r" * 64, "seconds": 0.5, "choices": [choice]}
+    events = protocol.stream_events(protocol.Ask("chat", "q", None, True, True), out, "m", 1, "id")
     assert events[-1] == b"data: [DONE]\n\n" and all(e.startswith(b"data: ") for e in events)
     chunks = [json.loads(e[6:]) for e in events[:-1]]
     assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"]) == "x = 5"
-    assert chunks[-1]["usage"] == {"prompt_tokens": 1, "completion_tokens": 5, "total_tokens": 6}
+    assert chunks[-1]["usage"] == {"prompt_tokens": 14, "completion_tokens": 3, "total_tokens": 17,
+                                   "prompt_tokens_details": {"cached_tokens": 10}}
+    assert chunks[1]["choices"][0]["logprobs"]["content"][0] == {
+        "token": "x", "logprob": -0.5, "bytes": [120], "top_logprobs": [{"token": "x", "logprob": -0.5, "bytes": [120]}]}
+    body = protocol.completion_body(protocol.Ask("text", "q", None, False, False), out, "m", 1, "id")
+    assert body["choices"][0]["logprobs"] == {"tokens": ["x"], "token_logprobs": [-0.5], "top_logprobs": [{"x": -0.5}],
+                                              "text_offset": [0]}
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert [protocol.headers({**out, "verified": v})[protocol.VERIFIED_HEADER] for v in (True, False, None)] \
+        == ["true", "false", "unverified"]
     assert protocol.error_body(409, "conflict")["error"]["code"] == "gold_conflict"
     assert protocol.error_body(500, "boom")["error"]["type"] == "server_error"
 
@@ -359,6 +386,10 @@ def test_default_model_learns_over_the_protocol_then_answers_by_recurrence(tmp_p
             assert g["path"] == "hash" and g["verified"] is True and g["decode_tokens"] <= 8, g
             assert g["grafted_artifacts"] == [s["recall_artifact_id"]] and g["queued"] is False, g
             assert r.choices[0].message.content == s["verified_answer"] == gold[s["text"]]
+            cut = client.chat.completions.create(model=model, messages=[{"role": "user", "content": s["text"]}],
+                                                 max_tokens=1)  # a cap cuts memory's answer: never verified
+            assert cut.choices[0].finish_reason == "length" and ext(cut)["verified"] is not True, ext(cut)
+            assert cut.usage.completion_tokens == 1
             chunks = list(client.chat.completions.create(model=model, stream=True,
                                                          messages=[{"role": "user", "content": s["text"]}]))
             assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == gold[s["text"]]

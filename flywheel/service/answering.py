@@ -8,6 +8,12 @@ budget (`ServiceConfig.max_prompt_tokens`) or the model's context window (413). 
 only through `app.intake.admit`: golds checked against computable values, conflicting golds refused (409),
 each gold recorded with who gave it (`api:<caller>:<source>`). `verified` is memory's word alone (the
 catalog's verified answer to this same problem); a caller's gold only ever sets `matches_gold`.
+
+`Decoding` is how a caller asks the answer decoded (the OpenAI routes; `/v1/solve` asks the defaults): a
+cap on the tokens decoded (every route's decode, memory's and the base model's, stops there), `n` answers
+sampled from the context of the route the walk answered with (the engine's seeded sampler, seed + i),
+per-token log-probabilities (`scoring.py`) and stop strings. An answer whose decode ran out of tokens, or
+that a stop string cut, is never `verified: true` (it is not memory's whole answer).
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
+from dataclasses import dataclass, replace
 from typing import Any
 
 from galahad.flywheel.app.intake import GoldConflict, admit
@@ -22,10 +30,10 @@ from galahad.flywheel.artifacts.store import BlobStore, sha256_hex
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.config import ServiceConfig
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.memory.recall import render
-from galahad.flywheel.memory.solver import Solver
+from galahad.flywheel.memory.recall import Recalled, answer_decode, render
+from galahad.flywheel.memory.solver import Route, Solver
 from galahad.flywheel.problems.golds import check_gold, same_gold
-from galahad.flywheel.problems.prompts import answer_from_output
+from galahad.flywheel.problems.prompts import ANSWER_STOP, answer_from_output
 from galahad.flywheel.problems.records import Problem, problem_from_dict
 from galahad.verifier.verifier import Verifier
 
@@ -74,10 +82,31 @@ def clean_strings(obj: object, where: str, depth: int = 0) -> None:
             clean_strings(v, f"{where}[{i}]", depth + 1)
 
 
+@dataclass(frozen=True)
+class Decoding:
+    """How a caller asks the answer decoded; the defaults are `/v1/solve`'s (one greedy answer)."""
+
+    max_tokens: int | None = None  # a cap on each decode (None: the service's budgets)
+    n: int = 1  # > 1: n answers sampled from the answering route's context
+    temperature: float = 1.0  # the sampled answers' temperature (n > 1 only; one answer is greedy)
+    seed: int = 0  # sample i draws from seed + i
+    logprobs: int | None = None  # None: none; k: each decoded token's logprob and its k most likely tokens
+    stop: tuple[str, ...] = ()  # the answer cut before the first of these strings
+
+    @property
+    def sampled(self) -> bool:
+        return self.n > 1
+
+
 def _id(value: str, what: str) -> str:
     if not _ID.fullmatch(value):
         raise NotFound(f"unknown {what} {value[:80]!r} (ids are 64 lowercase hex characters)")
     return value
+
+
+def _all(values: list) -> bool | None:
+    """One verdict for several choices: True when every one is True, False when any is False, else None."""
+    return True if all(v is True for v in values) else False if any(v is False for v in values) else None
 
 
 class Answering:
@@ -96,11 +125,13 @@ class Answering:
     def context_window(self) -> int:
         return int(self.engine.loaded.context_window)
 
-    def check_fits(self, problem: str) -> int:
+    def check_fits(self, problem: str, cap: int | None = None) -> int:
         """Prompt tokens of the longest prompt the solver may build (the base model's few-shot prompt);
-        GalahadError before any forward when it and its decode budget overflow the context window."""
+        GalahadError before any forward when it and its decode budget (at most `cap`) overflow the context
+        window."""
         n = len(self.engine.encode(render(problem, "few-shot"), bos=True))
         budget = max(self.solver.base_max_tokens, self.solver.max_tokens)
+        budget = budget if cap is None else min(budget, cap)
         if n > self.config.max_prompt_tokens:
             raise TooLarge(f"the prompt is {n} tokens; this service prefills at most "
                            f"{self.config.max_prompt_tokens} per request")
@@ -109,7 +140,9 @@ class Answering:
                            f"{self.context_window}")
         return n
 
-    def solve(self, problem: object, gold: object = None) -> dict[str, Any]:
+    def solve(self, problem: object, gold: object = None, decoding: Decoding | None = None) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        how = decoding or Decoding()
         limit = self.config.max_problem_chars
         problem = _text(problem, "problem", limit)
         if gold is not None:
@@ -117,26 +150,83 @@ class Answering:
             checked = check_gold(problem, gold)
             if checked.error:  # a gold that disagrees with the problem's computed value: refused, not learned
                 raise GalahadError(checked.error)
-        self.check_fits(problem)
+        self.check_fits(problem, how.max_tokens)
+        taken: list[tuple[Route, Recalled]] = []
+
+        def decode(route: Route) -> Recalled:  # the walk's decodes, at most the caller's cap; the last one answers
+            if how.max_tokens is not None and how.max_tokens < route.max_tokens:
+                route = replace(route, max_tokens=how.max_tokens)
+            r = self.solver.decode(route)
+            taken.append((route, r))
+            return r
+
         with self.lock:
-            ans = self.solver.solve(problem)
+            ans = self.solver.solve(problem, decode=decode)
+            route, walked = taken[-1]
+            choices = self._choices(route, ans, walked, how, gold)
         known = bool(ans.verified) and ans.path in ("hash", "key")  # memory's verified answer to this problem
         if ans.memory_note:  # memory holds it, compiled elsewhere: one line in the replica's log, and in the reply
             log.warning("problem %s: %s", problem_hash(problem)[:16], ans.memory_note)
-        matches = None if gold is None else self.verifier.check_answer(gold, ans.answer).verified
-        if gold is not None and known and not same_gold(gold, ans.answer) and not matches:
+        if gold is not None and known and not same_gold(gold, ans.answer) and not self._matches(gold, ans.answer):
             raise GoldConflict(f"gold {gold[:60]!r} conflicts with the verified answer {ans.answer[:60]!r} "
                                f"memory holds for this problem")
         pid = problem_hash(problem)
         queued = False
         if gold is not None and not known:
             queued = self.queue(problem, gold)
-        return {"answer": ans.answer, "path": ans.path, "verified": True if known else None,
-                "matches_gold": matches, "gold_source": ans.gold_source if known else None,
-                "matched_problem": ans.matched_problem, "decode_tokens": ans.decode_tokens,
-                "grafted_artifacts": list(ans.grafted_artifacts), "model_fingerprint": self.engine.model_fingerprint,
-                "runtime_fingerprint": self.engine.runtime_fingerprint, "seconds": ans.seconds,
+        first = choices[0]
+        verified = _all([c["verified"] for c in choices])
+        return {"answer": first["answer"], "path": ans.path, "verified": verified,
+                "matches_gold": _all([c["matches_gold"] for c in choices]),
+                "gold_source": ans.gold_source if verified else None,
+                "matched_problem": ans.matched_problem, "decode_tokens": sum(c["decode_tokens"] for c in choices),
+                "grafted_artifacts": list(ans.grafted_artifacts), "grafted_tokens": walked.start,
+                "prompt_tokens": walked.start + len(walked.prompt_token_ids),
+                "finish_reason": first["finish_reason"], "choices": choices,
+                "model_fingerprint": self.engine.model_fingerprint,
+                "runtime_fingerprint": self.engine.runtime_fingerprint, "seconds": time.perf_counter() - t0,
                 "problem_id": pid, "queued": queued, "memory_note": ans.memory_note}
+
+    def _matches(self, gold: str, answer: str) -> bool:
+        return bool(self.verifier.check_answer(gold, answer).verified)
+
+    def _choices(self, route: Route, ans, walked: Recalled, how: Decoding, gold: str | None) -> list[dict]:
+        """The answers returned: the walk's own (n = 1), or n sampled from its route's context; each with
+        its finish, memory's verdict (True only whole and uncut), the gold check and, if asked, logprobs."""
+        if how.sampled:
+            drawn = []
+            for i in range(how.n):
+                r = answer_decode(self.engine, self.solver.store, route.tail, route.decoded, route.prompt,
+                                  route.max_tokens, temperature=how.temperature, seed=how.seed + i)
+                drawn.append((r, self.solver.answer_route(route, r)))
+        else:
+            drawn = [(walked, ans)]
+        out = []
+        for r, a in drawn:
+            ran_out = len(r.output_token_ids) >= route.max_tokens and ANSWER_STOP not in r.output_text
+            text, finish = a.answer, "length" if ran_out else "stop"
+            for s in how.stop:  # the caller's stop strings: the answer before the first
+                if s in text:
+                    text, finish = text[:text.index(s)], "stop"
+            verdict = None  # not a recall of this same problem: memory has no word on it
+            if route.gold is not None and route.path in ("hash", "key"):  # memory's answer, if whole; a recall
+                verdict = (True if text == a.answer and not ran_out else None) if a.verified else False  # not it
+            if verdict and (ran_out or text != a.answer):  # cut short (out of tokens, or by a stop): never true
+                verdict = None
+            out.append({"answer": text, "finish_reason": finish, "verified": verdict,
+                        "matches_gold": None if gold is None else self._matches(gold, text),
+                        "decode_tokens": len(r.output_token_ids),
+                        "logprobs": None if how.logprobs is None else self._logprobs(route, r, how)})
+        return out
+
+    def _logprobs(self, route: Route, r: Recalled, how: Decoding) -> list[dict]:
+        from galahad.flywheel.service.scoring import score
+
+        greedy = not how.sampled or how.temperature <= 0
+        text = self.engine.tokenizer.decode
+        return [{"token": text([s.token_id]), "logprob": s.logprob,
+                 "top": [{"token": text([t]), "logprob": lp} for t, lp in s.top]}
+                for s in score(self.engine, self.solver.store, route, r.output_token_ids, how.logprobs or 0, greedy)]
 
     def queue(self, problem: str, gold: str) -> bool:
         """Hand a problem with its gold answer to the learner; True when it is (now) waiting in the queue."""

@@ -40,7 +40,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from galahad.flywheel.app.intake import GoldConflict
 from galahad.flywheel.config import DEFAULTS, ServiceConfig
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.service.answering import Answering, NotFound, TooLarge
+from galahad.flywheel.service.answering import Answering, Decoding, NotFound, TooLarge
 from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResponse, SubmitResponse
 from galahad.flywheel.service.binding import LOOPBACK, bind_replica_grpc_to
 from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics
@@ -208,15 +208,16 @@ class GalahadApi(OpenAIRoutes):
     async def read_json(self, request: Request) -> Any:
         return await json_body(request, self.config.max_body_bytes)
 
-    async def answer(self, problem: object, gold: object, endpoint: str) -> dict:
+    async def answer(self, problem: object, gold: object, endpoint: str, decoding: Decoding | None = None) -> dict:
         """The one answering path of every route (`/v1/solve`, the OpenAI routes): admission (Busy past
-        `max_queued_solves`), `Answering.solve` in the threadpool, the answer metrics by endpoint and path."""
+        `max_queued_solves`), `Answering.solve` in the threadpool (`decoding`: the OpenAI routes' cap,
+        choices, logprobs and stop), the answer metrics by endpoint and path."""
         if self.solves >= self.config.max_queued_solves:
             raise Busy(f"this replica is already answering {self.solves} solves; retry later")
         self.solves += 1
         self.metrics.solving.inc()
         try:
-            out = await run_in_threadpool(self.answering.solve, problem, gold)
+            out = await run_in_threadpool(self.answering.solve, problem, gold, decoding)
         finally:
             self.solves -= 1
             self.metrics.solving.dec()

@@ -1,20 +1,23 @@
-"""OpenAI's protocol over Galahad's one answering path, without HTTP: requests in, problems out; answers in,
-`chat.completion` / `text_completion` bodies, their server-sent-event chunks, the model list and OpenAI's error
-body out. Plain functions over dicts: the routes (`openai_routes.py`) only call them, and tests call them alone.
+"""OpenAI's protocol over Galahad's one answering path, without HTTP: requests in, problems and how to decode
+them out; answers in, `chat.completion` / `text_completion` bodies, their server-sent-event chunks, the
+response headers, the model list and OpenAI's error body out. Plain functions over dicts: the routes
+(`openai_routes.py`) only call them, and tests call them alone.
 
 A request names the served model and carries one problem: a chat's last `user` message (earlier messages and
 system/developer messages are accepted and ignored for routing), a completion's `prompt` (one string).
-`metadata.gold` is the caller's gold answer, learned exactly as `/v1/solve`'s `gold`. Options this service
-cannot honour are refused with 400, never ignored: tools and function calls, `n` > 1, logprobs, image, audio
-or file content parts, stop sequences, penalties, logit bias, non-text response formats, `echo`, `suffix`,
-`best_of` > 1, and any parameter this module does not know. `temperature`, `top_p`, `seed`, `user` and
-`parallel_tool_calls` are accepted and ignored: the answer is memory's (or the model's greedy) answer, the
-same for every caller. `max_tokens` / `max_completion_tokens` are accepted at or above the service's decode
-budget (the answer always fits) and refused below it. A parameter sent as `null` counts as not sent.
+`metadata.gold` is the caller's gold answer, learned exactly as `/v1/solve`'s `gold`. Every parameter of
+OpenAI's two requests is either honoured, accepted and ignored, or refused (400, one whole sentence naming
+it), by the tables below (`CHAT`, `TEXT`; docs/service.md lists them); a parameter this module does not know
+is refused. Honoured: `max_tokens` / `max_completion_tokens` (a cap on the tokens decoded, any value >= 1:
+`finish_reason: "length"` when the decode ran out), `n` (1 to `MAX_N`: n answers sampled with the engine's
+seeded sampler at `temperature`, seeds `seed` .. `seed + n - 1`; one answer is memory's, or the model's
+greedy one), `stop`, `logprobs` / `top_logprobs`, `stream` / `stream_options`. A parameter sent as `null`
+counts as not sent.
 
-Status codes: 422 for a body that is not a request of this shape (a missing or mistyped field), 400 for a
-request this service refuses, 404 for another model, 413 over the size limits, 409 for a gold that conflicts
-with memory's verified answer, 429 when the replica's solve queue is full, 401 for a missing or wrong token.
+Status codes: 422 for a body that is not a request of this shape (a missing, mistyped or out-of-range
+field), 400 for a request this service refuses, 404 for another model, 413 over the size limits, 409 for a
+gold that conflicts with memory's verified answer, 429 when the replica's solve queue is full, 401 for a
+missing or wrong token.
 """
 
 from __future__ import annotations
@@ -22,17 +25,20 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.service.answering import NotFound
+from galahad.flywheel.service.answering import Decoding, NotFound
 
 PREFIXES = ("/v1/chat/", "/v1/completions", "/v1/models")
-IGNORED = ("temperature", "top_p", "seed", "user", "parallel_tool_calls")  # accepted, no effect (documented)
 ROLES = ("system", "developer", "user", "assistant")
 EXTENSION = "galahad"  # the one extension object on every answer
+VERIFIED_HEADER = "X-Galahad-Verified"  # true | false | unverified, on every answer
+PATH_HEADER = "X-Galahad-Path"
+MAX_N = 8  # choices per request (each is a decode)
+MAX_STOP = 4  # stop strings per request, as OpenAI
+MAX_TOP_LOGPROBS = {"chat": 20, "text": 5}  # as OpenAI
 
 
 def is_openai_path(path: str) -> bool:
@@ -54,20 +60,70 @@ class UnknownModel(NotFound):
 
 @dataclass(frozen=True)
 class Ask:
-    """One problem asked over the protocol."""
+    """One problem asked over the protocol, and how to decode its answer."""
 
     kind: str  # "chat" or "text"
     problem: str
     gold: str | None
     stream: bool
     include_usage: bool
+    decoding: Decoding = field(default_factory=Decoding)
+
+
+# -- the parameters --------------------------------------------------------------------------------
+
+HONOURED = "honoured"
+IGNORED = "ignored"  # accepted, no effect (documented)
+
+
+def _empty(v: object) -> bool:
+    return v in ([], {}, "", False)
+
+
+_NO_TOOLS = "this service calls no tools and answers in text (send no tools; tool_choice 'none' is accepted)"
+_SHARED: dict[str, object] = {
+    "model": HONOURED, "stream": HONOURED, "stream_options": HONOURED, "metadata": HONOURED, "max_tokens": HONOURED,
+    "n": HONOURED, "temperature": HONOURED, "seed": HONOURED, "stop": HONOURED, "logprobs": HONOURED,
+    "top_p": IGNORED, "user": IGNORED,
+    "logit_bias": (_empty, "logit_bias is not supported: send {} or leave it out"),
+    "presence_penalty": (lambda v: v == 0, "presence_penalty is not supported: only 0 (no penalty)"),
+    "frequency_penalty": (lambda v: v == 0, "frequency_penalty is not supported: only 0 (no penalty)"),
+}
+# parameter -> HONOURED | IGNORED | (the values accepted, the whole sentence refusing anything else)
+CHAT: dict[str, object] = {
+    **_SHARED, "messages": HONOURED, "max_completion_tokens": HONOURED, "top_logprobs": HONOURED,
+    "parallel_tool_calls": IGNORED, "safety_identifier": IGNORED, "prompt_cache_key": IGNORED,
+    "prompt_cache_retention": IGNORED, "prompt_cache_options": IGNORED, "service_tier": IGNORED,
+    "verbosity": IGNORED,
+    "tools": (_empty, f"tools are not supported: {_NO_TOOLS}"),
+    "functions": (_empty, f"functions are not supported: {_NO_TOOLS}"),
+    "tool_choice": (lambda v: v == "none", f"tool_choice other than 'none' is not supported: {_NO_TOOLS}"),
+    "function_call": (lambda v: v == "none", f"function_call other than 'none' is not supported: {_NO_TOOLS}"),
+    "response_format": (lambda v: v == {"type": "text"},
+                                "response_format other than {\"type\": \"text\"} is not supported: answers are text"),
+    "modalities": (lambda v: v == ["text"], "modalities other than [\"text\"] are not supported"),
+    "audio": (_empty, "audio output is not supported: this service answers in text"),
+    "prediction": (_empty, "prediction (predicted outputs) is not supported"),
+    "store": (lambda v: v is False, "store: true is not supported: this service stores no completions"),
+    "reasoning_effort": (lambda v: False, "reasoning_effort is not supported: the served model has no "
+                                                  "reasoning tokens"),
+    "web_search_options": (lambda v: False, "web_search_options is not supported: this service does not "
+                                                    "search the web"),
+    "moderation": (lambda v: False, "moderation is not supported by this service"),
+}
+TEXT: dict[str, object] = {
+    **_SHARED, "prompt": HONOURED,
+    "echo": (lambda v: v is False, "echo is not supported: the prompt is never repeated in the answer"),
+    "suffix": (_empty, "suffix (insertion) is not supported"),
+    "best_of": (lambda v: v == 1, "best_of other than 1 is not supported (use n for several answers)"),
+}
 
 
 # -- requests ------------------------------------------------------------------------------------------
 
-def parse_chat(body: object, model_id: str, budget: int) -> Ask:
-    """A `POST /v1/chat/completions` body checked field by field; `budget`: the service's decode budget."""
-    body = _common(body, model_id, budget, {"messages"}, _CHAT_REFUSED)
+def parse_chat(body: object, model_id: str) -> Ask:
+    """A `POST /v1/chat/completions` body checked field by field."""
+    body = _common(body, model_id, {"messages"}, CHAT)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise Invalid("messages: must be a non-empty list of messages")
@@ -78,12 +134,19 @@ def parse_chat(body: object, model_id: str, budget: int) -> Ask:
             problem = text
     if problem is None:
         raise GalahadError("messages: no message with role 'user' (the last user message is the problem)")
-    return _ask("chat", problem, body)
+    logprobs = body.get("logprobs", False)
+    if not isinstance(logprobs, bool):
+        raise Invalid("logprobs: must be a boolean")
+    top = _int(body, "top_logprobs", 0, MAX_TOP_LOGPROBS["chat"], 0)
+    if "top_logprobs" in body and not logprobs:
+        raise GalahadError("top_logprobs: only allowed with logprobs: true")
+    cap = min(_int(body, name, 1, None, 1 << 62) for name in ("max_tokens", "max_completion_tokens"))
+    return _ask("chat", problem, body, cap, top if logprobs else None)
 
 
-def parse_completion(body: object, model_id: str, budget: int) -> Ask:
+def parse_completion(body: object, model_id: str) -> Ask:
     """A `POST /v1/completions` body: one prompt string (or a list of exactly one)."""
-    body = _common(body, model_id, budget, {"prompt"}, _TEXT_REFUSED)
+    body = _common(body, model_id, {"prompt"}, TEXT)
     prompt = body.get("prompt")
     if isinstance(prompt, list):
         if prompt and all(isinstance(t, int) for t in prompt):
@@ -93,10 +156,23 @@ def parse_completion(body: object, model_id: str, budget: int) -> Ask:
         prompt = prompt[0]
     if not isinstance(prompt, str):
         raise Invalid("prompt: must be a string")
-    return _ask("text", prompt, body)
+    logprobs = _int(body, "logprobs", 0, MAX_TOP_LOGPROBS["text"], None)
+    return _ask("text", prompt, body, _int(body, "max_tokens", 1, None, 1 << 62), logprobs)
 
 
-def _common(body: object, model_id: str, budget: int, own: set[str], refused: dict) -> dict:
+def _int(body: dict, name: str, lo: int, hi: int | None, default: int | None) -> Any:
+    """An integer field within [lo, hi] (hi None: no upper bound), or `default` when not sent."""
+    if name not in body:
+        return default
+    v = body[name]
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise Invalid(f"{name}: must be an integer")
+    if v < lo or (hi is not None and v > hi):
+        raise Invalid(f"{name}: must be an integer from {lo}" + (f" to {hi}" if hi is not None else " up"))
+    return v
+
+
+def _common(body: object, model_id: str, own: set[str], table: dict[str, object]) -> dict:
     if not isinstance(body, dict):
         raise Invalid("the request body must be a JSON object")
     body = {k: v for k, v in body.items() if v is not None}  # null is "not sent"
@@ -105,36 +181,36 @@ def _common(body: object, model_id: str, budget: int, own: set[str], refused: di
             raise Invalid(f"{name}: field required")
     if not isinstance(body["model"], str):
         raise Invalid("model: must be a string")
-    known = own | {"model", "stream", "stream_options", "metadata", "max_tokens", "max_completion_tokens", "n",
-                   *IGNORED, *refused}
     for name, value in body.items():
-        if name not in known:
-            raise Unsupported(f"unsupported parameter {name!r} (this service refuses what it cannot honour)")
-        if name in refused and not refused[name](value):
-            raise Unsupported(f"{name}: {value!r:.60} is not supported by this service")
+        rule = table.get(name)
+        if rule is None:
+            raise Unsupported(f"unsupported parameter {str(name)[:80]!r} (this service refuses what it cannot "
+                              f"honour; docs/service.md lists every parameter)")
+        if isinstance(rule, tuple) and not rule[0](value):
+            raise Unsupported(rule[1])
     if body["model"] != model_id:
         raise UnknownModel(f"the model {body['model'][:80]!r} is not served here; this service serves {model_id!r}")
     if "stream" in body and not isinstance(body["stream"], bool):
         raise Invalid("stream: must be a boolean")
-    for name in ("max_tokens", "max_completion_tokens", "n", "seed"):
-        if name in body and (not isinstance(body[name], int) or isinstance(body[name], bool)):
-            raise Invalid(f"{name}: must be an integer")
-    for name in ("max_tokens", "max_completion_tokens"):
-        if name in body and body[name] < budget:
-            raise Unsupported(f"{name}: {body[name]} is below this service's decode budget of {budget} tokens "
-                              f"(answers are decoded within it; send at least {budget} or leave it out)")
-    if body.get("n", 1) != 1:
-        raise Unsupported(f"n: {body['n']} choices requested; this service returns exactly one (n=1)")
+    _int(body, "n", 1, None, 1)
+    if body.get("n", 1) > MAX_N:
+        raise Unsupported(f"n: at most {MAX_N} choices per request (each is a decode)")
+    _int(body, "seed", -(1 << 63), (1 << 63) - 1 - MAX_N, 0)
     for name, lo, hi in (("temperature", 0, 2), ("top_p", 0, 1)):
         value = body.get(name, lo)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not lo <= value <= hi:
             raise Invalid(f"{name}: must be a number from {lo} to {hi}")
-    if "user" in body and not isinstance(body["user"], str):
-        raise Invalid("user: must be a string")
+    for name in ("user", "safety_identifier", "prompt_cache_key"):
+        if name in body and not isinstance(body[name], str):
+            raise Invalid(f"{name}: must be a string")
+    stop = body.get("stop", [])
+    stop = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop) or len(stop) > MAX_STOP:
+        raise Invalid(f"stop: must be a non-empty string or a list of up to {MAX_STOP} non-empty strings")
     options = body.get("stream_options")
     if options is not None:
         if not body.get("stream"):
-            raise GalahadError("stream_options: only allowed with stream=true")
+            raise GalahadError("stream_options: only allowed with stream: true")
         if not isinstance(options, dict) or not isinstance(options.get("include_usage", False), bool):
             raise Invalid("stream_options: must be an object like {\"include_usage\": true}")
         if set(options) - {"include_usage"}:
@@ -145,9 +221,13 @@ def _common(body: object, model_id: str, budget: int, own: set[str], refused: di
     return body
 
 
-def _ask(kind: str, problem: str, body: dict) -> Ask:
+def _ask(kind: str, problem: str, body: dict, cap: int, logprobs: int | None) -> Ask:
+    stop = body.get("stop", ())
+    decoding = Decoding(max_tokens=None if cap >= 1 << 62 else cap, n=body.get("n", 1),
+                        temperature=float(body.get("temperature", 1.0)), seed=body.get("seed", 0),
+                        logprobs=logprobs, stop=(stop,) if isinstance(stop, str) else tuple(stop))
     return Ask(kind, problem, body.get("metadata", {}).get("gold"), bool(body.get("stream")),
-               bool((body.get("stream_options") or {}).get("include_usage")))
+               bool((body.get("stream_options") or {}).get("include_usage")), decoding)
 
 
 def _message(m: object, where: str) -> str:
@@ -163,7 +243,7 @@ def _message(m: object, where: str) -> str:
         if key in ("tool_calls", "function_call", "audio") and m[key]:
             raise Unsupported(f"{where}.{key}: not supported (this service calls no tools and speaks only text)")
         if key not in ("role", "content", "name", "refusal", "tool_calls", "function_call", "audio"):
-            raise Unsupported(f"{where}: unsupported field {key!r}")
+            raise Unsupported(f"{where}: unsupported field {str(key)[:80]!r}")
     content = m.get("content")
     if content is None and role == "assistant":
         return ""
@@ -175,30 +255,12 @@ def _message(m: object, where: str) -> str:
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind != "text":
-            what = {"image_url": "image", "input_audio": "audio", "file": "file"}.get(kind, repr(kind))
+            what = {"image_url": "image", "input_audio": "audio", "file": "file"}.get(kind, repr(kind)[:40])
             raise Unsupported(f"{where}.content[{j}]: {what} content parts are not supported; send text")
         if not isinstance(part.get("text"), str) or set(part) - {"type", "text"}:
             raise Invalid(f"{where}.content[{j}]: a text part is {{\"type\": \"text\", \"text\": \"...\"}}")
         texts.append(part["text"])
     return "\n".join(texts)
-
-
-def _empty(v: object) -> bool:
-    return v in ([], {}, "", False)
-
-
-_CHAT_REFUSED: dict[str, Callable[[object], bool]] = {  # parameter -> the values accepted (anything else: 400)
-    "tools": _empty, "functions": _empty, "tool_choice": lambda v: v == "none", "function_call": lambda v: v == "none",
-    "logprobs": lambda v: v is False, "top_logprobs": lambda v: v == 0, "stop": _empty, "logit_bias": _empty,
-    "presence_penalty": lambda v: v == 0, "frequency_penalty": lambda v: v == 0,
-    "response_format": lambda v: v == {"type": "text"}, "modalities": lambda v: v == ["text"], "audio": _empty,
-    "prediction": _empty, "store": lambda v: v is False,
-}
-_TEXT_REFUSED: dict[str, Callable[[object], bool]] = {
-    "logprobs": lambda v: v == 0, "echo": lambda v: v is False, "suffix": _empty, "best_of": lambda v: v == 1,
-    "stop": _empty, "logit_bias": _empty, "presence_penalty": lambda v: v == 0,
-    "frequency_penalty": lambda v: v == 0,
-}
 
 
 # -- answers -------------------------------------------------------------------------------------------
@@ -208,29 +270,74 @@ def new_id(kind: str) -> str:
 
 
 def extension(out: dict) -> dict:
-    """The `galahad` object: how the answer was reached, from `Answering.solve`'s result."""
+    """The `galahad` object: how the answer was reached, from `Answering.solve`'s result (with several
+    choices, each one's verdict too)."""
     keep = ("path", "verified", "matches_gold", "gold_source", "matched_problem", "grafted_artifacts",
-            "decode_tokens", "problem_id", "queued", "model_fingerprint", "runtime_fingerprint", "seconds")
-    return {k: out[k] for k in keep} | {k: out[k] for k in ("memory_note",) if k in out}  # where the solver says
+            "grafted_tokens", "decode_tokens", "problem_id", "queued", "model_fingerprint", "runtime_fingerprint",
+            "seconds")
+    ext = {k: out[k] for k in keep} | {k: out[k] for k in ("memory_note",) if k in out}  # where the solver says
+    if len(out["choices"]) > 1:
+        ext["choices"] = [{"index": i, "verified": c["verified"], "matches_gold": c["matches_gold"],
+                           "decode_tokens": c["decode_tokens"]} for i, c in enumerate(out["choices"])]
+    return ext
 
 
-def usage(ask: Ask, out: dict, count: Callable[[str], int]) -> dict:
-    """Tokens by the model's tokenizer: the problem asked (prompt) and the answer returned (completion)."""
-    p, c = count(ask.problem), count(out["answer"])
-    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+def verified_word(verified: bool | None) -> str:
+    return "true" if verified is True else "false" if verified is False else "unverified"
 
 
-def completion_body(ask: Ask, out: dict, model_id: str, count: Callable[[str], int], created: int,
-                    rid: str) -> dict:
-    """The whole `chat.completion` (or `text_completion`) for one answer."""
-    if ask.kind == "chat":
-        choice = {"index": 0, "message": {"role": "assistant", "content": out["answer"], "refusal": None},
-                  "logprobs": None, "finish_reason": "stop"}
-    else:
-        choice = {"index": 0, "text": out["answer"], "logprobs": None, "finish_reason": "stop"}
+def headers(out: dict) -> dict[str, str]:
+    """The headers on every answer: memory's verdict and the path, where clients that read only headers see them
+    (LangChain's `include_response_headers`)."""
+    return {VERIFIED_HEADER: verified_word(out["verified"]), PATH_HEADER: out["path"]}
+
+
+def usage(out: dict) -> dict:
+    """Tokens as the model read and wrote them: the whole context (memory grafted + the prompt prefilled),
+    of which `cached_tokens` were grafted from memory (0 on the base path), and the tokens decoded."""
+    p, c = out["prompt_tokens"], out["decode_tokens"]
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c,
+            "prompt_tokens_details": {"cached_tokens": out["grafted_tokens"]}}
+
+
+def _token(text: str, logprob: float) -> dict:
+    return {"token": text, "logprob": logprob, "bytes": list(text.encode("utf-8"))}
+
+
+def chat_logprobs(scores: list[dict] | None) -> dict | None:
+    """OpenAI's chat `logprobs`: `{"content": [{token, logprob, bytes, top_logprobs}], "refusal": None}`."""
+    if scores is None:
+        return None
+    return {"content": [{**_token(s["token"], s["logprob"]),
+                         "top_logprobs": [_token(t["token"], t["logprob"]) for t in s["top"]]} for s in scores],
+            "refusal": None}
+
+
+def text_logprobs(scores: list[dict] | None) -> dict | None:
+    """OpenAI's completions `logprobs`: tokens, token_logprobs, top_logprobs (one dict a token), text_offset."""
+    if scores is None:
+        return None
+    offsets, at = [], 0
+    for s in scores:
+        offsets.append(at)
+        at += len(s["token"])
+    return {"tokens": [s["token"] for s in scores], "token_logprobs": [s["logprob"] for s in scores],
+            "top_logprobs": [{t["token"]: t["logprob"] for t in s["top"]} for s in scores], "text_offset": offsets}
+
+
+def completion_body(ask: Ask, out: dict, model_id: str, created: int, rid: str) -> dict:
+    """The whole `chat.completion` (or `text_completion`) for one answer (and its choices)."""
+    choices = []
+    for i, c in enumerate(out["choices"]):
+        if ask.kind == "chat":
+            choices.append({"index": i, "message": {"role": "assistant", "content": c["answer"], "refusal": None},
+                            "logprobs": chat_logprobs(c["logprobs"]), "finish_reason": c["finish_reason"]})
+        else:
+            choices.append({"index": i, "text": c["answer"], "logprobs": text_logprobs(c["logprobs"]),
+                            "finish_reason": c["finish_reason"]})
     return {"id": rid, "object": "chat.completion" if ask.kind == "chat" else "text_completion",
             "created": created, "model": model_id, "system_fingerprint": fingerprint(out),
-            "choices": [choice], "usage": usage(ask, out, count), EXTENSION: extension(out)}
+            "choices": choices, "usage": usage(out), EXTENSION: extension(out)}
 
 
 def fingerprint(out: dict) -> str:
@@ -242,25 +349,30 @@ def pieces(text: str) -> list[str]:
     return [p for p in re.split(r"(?<=\s)(?=\S)", text) if p] or [""]
 
 
-def stream_events(ask: Ask, out: dict, model_id: str, count: Callable[[str], int], created: int,
-                  rid: str) -> list[bytes]:
+def stream_events(ask: Ask, out: dict, model_id: str, created: int, rid: str) -> list[bytes]:
     """Server-sent events in OpenAI's chunk format for an answer already computed, ending `data: [DONE]`:
-    the role, the content in pieces, the finish with the `galahad` object, then usage if asked for."""
+    per choice the role, the content in pieces (the first carrying the choice's logprobs, if asked), the
+    finish with the `galahad` object; then usage if asked for."""
     chat = ask.kind == "chat"
     head = {"id": rid, "object": "chat.completion.chunk" if chat else "text_completion", "created": created,
             "model": model_id, "system_fingerprint": fingerprint(out)}
     if ask.include_usage:
         head["usage"] = None
 
-    def chunk(delta: dict | str, finish: str | None = None, **extra: Any) -> dict:
-        choice = {"index": 0, "delta": delta} if chat else {"index": 0, "text": delta}
-        return {**head, "choices": [{**choice, "logprobs": None, "finish_reason": finish}], **extra}
+    def chunk(i: int, delta: dict | str, finish: str | None = None, logprobs: dict | None = None,
+              **extra: Any) -> dict:
+        choice = {"index": i, "delta": delta} if chat else {"index": i, "text": delta}
+        return {**head, "choices": [{**choice, "logprobs": logprobs, "finish_reason": finish}], **extra}
 
-    chunks = [chunk({"role": "assistant", "content": ""})] if chat else []
-    chunks += [chunk({"content": p} if chat else p) for p in pieces(out["answer"])]
-    chunks.append(chunk({} if chat else "", "stop", **{EXTENSION: extension(out)}))
+    chunks = []
+    for i, c in enumerate(out["choices"]):
+        logprobs = (chat_logprobs if chat else text_logprobs)(c["logprobs"])
+        chunks += [chunk(i, {"role": "assistant", "content": ""})] if chat else []
+        for j, p in enumerate(pieces(c["answer"])):
+            chunks.append(chunk(i, {"content": p} if chat else p, logprobs=logprobs if j == 0 else None))
+        chunks.append(chunk(i, {} if chat else "", c["finish_reason"], **{EXTENSION: extension(out)}))
     if ask.include_usage:
-        chunks.append({**head, "choices": [], "usage": usage(ask, out, count)})
+        chunks.append({**head, "choices": [], "usage": usage(out)})
     return [f"data: {json.dumps(c)}\n\n".encode() for c in chunks] + [b"data: [DONE]\n\n"]
 
 

@@ -5,14 +5,14 @@ admission, `Answering.solve`, gold rules and metrics as `/v1/solve`), let `opena
 `OpenAIRoutes` is mixed into `app.GalahadApi`; Serve's ingress binds inherited route methods to the replica.
 It needs from the replica: `model_id`, `answering`, `read_json(request)` and `answer(problem, gold, endpoint)`.
 A streamed answer is computed before the first byte is sent, so every refusal is a real HTTP status with an
-OpenAI error body, never an error inside a stream.
+OpenAI error body, never an error inside a stream, and every answer carries memory's verdict in its headers
+(`X-Galahad-Verified`: true | false | unverified; `X-Galahad-Path`) as well as in its `galahad` object.
 """
 
 import time
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from starlette.concurrency import run_in_threadpool
 
 from galahad.flywheel.service import openai_protocol as protocol
 
@@ -45,18 +45,12 @@ class OpenAIRoutes:
 
     async def _answer_openai(self, request: Request, parse, endpoint: str):
         body = await self.read_json(request)
-        solver = self.answering.solver
-        ask = parse(body, self.model_id, max(solver.max_tokens, solver.base_max_tokens))
-        out = await self.answer(ask.problem, ask.gold, endpoint)
+        ask = parse(body, self.model_id)
+        out = await self.answer(ask.problem, ask.gold, endpoint, ask.decoding)
         rid, created = protocol.new_id(ask.kind), int(time.time())
+        headers = protocol.headers(out)
         if ask.stream:
-            events = await run_in_threadpool(protocol.stream_events, ask, out, self.model_id, self.count_tokens,
-                                             created, rid)
+            events = protocol.stream_events(ask, out, self.model_id, created, rid)
             return StreamingResponse(iter(events), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache"})
-        return JSONResponse(await run_in_threadpool(protocol.completion_body, ask, out, self.model_id,
-                                                    self.count_tokens, created, rid))
-
-    def count_tokens(self, text: str) -> int:
-        """Tokens of `text` by the served model's tokenizer (no BOS)."""
-        return len(self.answering.engine.encode(text, bos=False))
+                                     headers={"Cache-Control": "no-cache", **headers})
+        return JSONResponse(protocol.completion_body(ask, out, self.model_id, created, rid), headers=headers)
