@@ -249,8 +249,9 @@ class FileTransferConfig:
     k: int = 4  # solutions in the random and nearest memories
     seed: int = TRANSFER_SEED
     max_tokens: int = BUDGETS.answer_tokens
-    # Every condition, in report order; `text` needs `nearest` (it is compared with it).
-    conditions: tuple[str, ...] = ("base", "empty", "random", "nearest", "text", "system")
+    # Every condition, in report order; `text` needs `nearest` (it is compared with it). `transfer` with `base`
+    # records the transfer gates' evidence (`evals/gates.py`).
+    conditions: tuple[str, ...] = ("base", "empty", "random", "nearest", "text", "transfer", "system")
 
 
 # -- the one configuration --------------------------------------------------------------------------------

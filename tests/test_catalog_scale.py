@@ -125,7 +125,9 @@ def test_reads_autocommit_on_postgresql_writes_stay_transactions(catalog_url, ba
 
 def test_routing_reads_memory_in_one_statement_then_the_library(catalog_url, tmp_path, model_cache):
     """`Solver.lookup` (`Recalls.matches`) answers what the separate lookups answer, in one statement; a
-    whole route walk is that statement and, past the recalls, one for the library's chain."""
+    whole route walk is that statement and, past the recalls, one for the libraries' transfer gates and one
+    for the chain of the library whose gate is open."""
+    from helpers import record_gate
     from local_depositor import LocalDepositor, verify_and_deposit
 
     from galahad.flywheel.artifacts.store import LocalStore
@@ -141,6 +143,10 @@ def test_routing_reads_memory_in_one_statement_then_the_library(catalog_url, tmp
         solver = Solver(dep.engine, cat, LocalStore(tmp_path / "store"))
         solver._keys()  # what a process's first lookup does once: key and shape rows written without them
         fps = solver.fingerprints
+        assert [r.path for r in solver.routes("What is 9 + 1?")] == ["base"]  # no gate evidence: no transfer
+        for library in ("template:add", "template:odd"):  # evidence that transfer and similar pay there
+            for route in ("transfer", "similar"):
+                record_gate(cat, dep.engine.model_fingerprint, library, route)
         texts = ["What is 3 + 4?", "what is  3 + 4?", "What is the sum of 4 and 3?", "Tell me 5 and 6 combined.",
                  "Tell me 6 and 5 combined.", "What is 9 + 1?", "Name the capital of France.", "What is 3 + 1?"]
         for text in texts:
@@ -156,7 +162,9 @@ def test_routing_reads_memory_in_one_statement_then_the_library(catalog_url, tmp
             assert len(st.seen) == 1, (text, st.seen)
             with _Statements(cat.reader) as st:
                 walked = [r.path for r in solver.routes(text)]
-            assert len(st.seen) == (2 if "transfer" in walked or want["shape"] else 1), (text, walked, st.seen)
+            # the recalls; then the open gates of the text's libraries (and its similar example's), and for a text
+            # of a known shape the chain of its library whose transfer gate is open
+            assert len(st.seen) == (3 if want["shape"] else 2 if "similar" in walked else 1), (text, walked, st.seen)
         assert [r.path for r in solver.routes("What is 4 + 3?")] == ["key", "transfer", "base"]
         assert [r.path for r in solver.routes("what is  3 + 4?")] == ["hash", "transfer", "base"]  # one recall each
         assert [r.path for r in solver.routes("What is 9 + 1?")] == ["transfer", "base"]  # add's shape, new numbers

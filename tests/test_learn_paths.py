@@ -92,6 +92,8 @@ def test_a_chain_conflict_is_retried_and_other_errors_are_not(depositor, tmp_pat
 
 
 def test_solve_classifies_a_new_problem_and_answers_by_transfer(depositor):
+    from helpers import record_gate
+
     from galahad.flywheel.memory.policy import RetrievalPolicy
     from galahad.flywheel.memory.solver import Solver
 
@@ -103,6 +105,10 @@ def test_solve_classifies_a_new_problem_and_answers_by_transfer(depositor):
     new = "What is 7 + 5?"
     assert solver.classify(new) == {"template": "t-plus5", "topic": "arith"}
     assert solver.classify("Name the capital of Freedonia.") is None
+    closed = solver.solve(new, policy=RetrievalPolicy(max_solutions=2))
+    assert closed.path == "base" and closed.grafted_artifacts == []  # no evidence that transfer pays: the base model
+    assert closed.computed == "12" and closed.verified is (closed.answer == "12")  # checked, never unknown
+    record_gate(cat, depositor.engine.model_fingerprint, "template:t-plus5")  # an eval showed transfer pays there
     ans = solver.solve(new, policy=RetrievalPolicy(max_solutions=2))
     chain = cat.libraries.chain("template:t-plus5")
     assert ans.path == "transfer" and ans.grafted_artifacts == chain[:2]

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import match_key
+from helpers import match_key, record_gate
 from local_depositor import local_memory, verify_and_deposit
 
 from galahad.flywheel.catalog import Catalog, problem_hash
@@ -21,6 +21,7 @@ from galahad.flywheel.evals.spec import Spec, execute
 from galahad.flywheel.memory.compose import compose
 from galahad.flywheel.memory.solver import Solver
 from galahad.flywheel.problems import canonical
+from galahad.flywheel.problems.golds import same_gold
 
 # -- canonical keys (pure) ---------------------------------------------------------------------------
 
@@ -120,6 +121,11 @@ def test_solve_order_hash_key_similar_transfer_base(memory):
     assert solver.overlap("What is 4 + 3?") == "key" and solver.overlap("what is 3 + 4?") == "hash"
     # Same answer, different mathematics: 3 + 1 is never answered from 2 + 2's memory.
     assert all(m != two for _, m in paths("What is 3 + 1?")) and solver.overlap("What is 3 + 1?") == "none"
+    # similar and transfer answer only where an eval showed they beat the base model (no evidence: closed)
+    assert paths("Tell me 5 and 6 combined.") == [("base", None)] and paths("What is 5 + 1?") == [("base", None)]
+    record_gate(catalog, dep.engine.model_fingerprint, "template:odd", "similar")  # the grafted example's library
+    record_gate(catalog, dep.engine.model_fingerprint, "template:t", "transfer")
+    record_gate(catalog, dep.engine.model_fingerprint, "topic:arith", "transfer", route_correct=1)  # no gain: closed
     assert paths("Tell me 5 and 6 combined.")[0] == ("similar", odd)
     assert all(p != "similar" for p, _ in paths("Tell me 6 and 5 combined."))  # other order: not the same
     assert all(p != "similar" for p, _ in paths("What is 5 + 6?"))  # it parses: its key already said no
@@ -129,7 +135,9 @@ def test_solve_order_hash_key_similar_transfer_base(memory):
     # only when its answer verifies against the matched problem's gold (the tiny model is noise).
     ans = solver.solve("What is 4 + 3?")
     assert ans.path in ("key", "transfer", "base")
-    assert (ans.path == "key") == (ans.verified is True)
+    # every answer to a computable text is checked against its value: True or False, never unknown
+    assert ans.computed == "7" and ans.verified is same_gold("7", ans.answer)
+    assert ans.path != "key" or (ans.verified and ans.gold_source is not None)
 
 
 def test_keys_of_older_problems_are_filled_in(memory):
@@ -179,7 +187,7 @@ def test_text_condition_is_byte_identical_to_the_grafted_chain(memory):
         assert text["output_sha256"] == graft["output_sha256"] and text["input_sha256"] == graft["input_sha256"]
 
 
-@pytest.mark.slow  # `galahad eval transfer` in a fresh process: six conditions over a problem file (~30 s+)
+@pytest.mark.slow  # `galahad eval transfer` in a fresh process: seven conditions over a problem file (~30 s+)
 def test_eval_transfer_on_a_problem_file_end_to_end(memory, model_cache):
     dep, catalog, store, data = memory
     src = learn(dep, catalog, "What is 3 + 4?", "7")
@@ -197,7 +205,18 @@ def test_eval_transfer_on_a_problem_file_end_to_end(memory, model_cache):
                            "--json", "--out", str(manifest)], capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert set(out["conditions"]) == {"base", "empty", "random", "nearest", "text", "system"}
+    assert set(out["conditions"]) == {"base", "empty", "random", "nearest", "text", "transfer", "system"}
+    # base and the ungated walk measured transfer for 6 + 1 (template t's shape): its gate's evidence, recorded
+    sealed = json.loads(manifest.read_text())["manifest_sha256"]
+    gates = [{k: g[k] for k in ("library", "route", "route_n", "base_n", "manifest_id", "condition")}
+             for g in out["gates"]]
+    assert gates == [{"library": "template:t", "route": "transfer", "route_n": 1, "base_n": 1,
+                      "manifest_id": sealed, "condition": "transfer"}]
+    (stored,) = catalog.gates.all()
+    assert stored["open"] == (stored["route_correct"] > stored["base_correct"]) == out["gates"][0]["open"]
+    libs = subprocess.run([*cmd, "catalog", "libraries"], capture_output=True, text=True, env=env, timeout=300)
+    row = next(line for line in libs.stdout.splitlines() if line.startswith("template:t "))
+    assert f"manifest {sealed[:8]}" in row and ("open: transfer" in row) == stored["open"]
     for c in out["conditions"].values():
         assert c["n"] == 3 and {"correct", "n", "accuracy", "ci95"} <= c.keys()
     assert {t: out["by_overlap"][t]["system"]["n"] for t in out["by_overlap"]} == {"key": 1, "hash": 1, "none": 1}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, delete, select
+from sqlalchemy import delete, select
 
 from galahad.flywheel.catalog.db import now
 from galahad.flywheel.catalog.part import Part, one, rows
@@ -46,17 +46,20 @@ class Gates(Part):
             return one(conn.execute(select(G).where(G.c.model_fingerprint == model_fingerprint,
                                                     G.c.library == library, G.c.route == route)))
 
-    def is_open(self, model_fingerprint: str, library: str | None, route: str) -> bool:
-        row = self.get(model_fingerprint, library, route)
-        return bool(row and row["open"])
-
-    def all(self, libraries: list[str] | None = None) -> list[dict[str, Any]]:
-        """Every recorded gate (of `libraries`, when given), by library, route and model."""
-        stmt = select(G).order_by(G.c.library, G.c.route, G.c.model_fingerprint)
-        if libraries is not None:
-            stmt = stmt.where(and_(G.c.library.in_(libraries)))
+    def opened(self, model_fingerprint: str, libraries: list[str]) -> set[tuple[str, str]]:
+        """The open (library, route) pairs of `libraries` for the model: one statement (what routing a new
+        problem asks of its template's and its topic's libraries)."""
+        if not libraries:
+            return set()
         with self.engine.connect() as conn:
-            return rows(conn.execute(stmt))
+            return {(r.library, r.route) for r in conn.execute(
+                select(G.c.library, G.c.route).where(G.c.model_fingerprint == model_fingerprint,
+                                                     G.c.library.in_(libraries), G.c.open.is_(True)))}
+
+    def all(self) -> list[dict[str, Any]]:
+        """Every recorded gate, by library, route and model (a few per library an eval measured)."""
+        with self.engine.connect() as conn:
+            return rows(conn.execute(select(G).order_by(G.c.library, G.c.route, G.c.model_fingerprint)))
 
 
 def describe(gate: dict[str, Any] | None) -> str:

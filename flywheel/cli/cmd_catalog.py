@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a = cs.add_parser("show", parents=[common], help="one artifact (with lineage) or problem, by id or prefix")
     a.add_argument("id")
     cs.add_parser("stats", parents=[common], help="counts, stored tokens and bytes")
-    cs.add_parser("libraries", parents=[common], help="libraries with chains, tokens and bytes")
+    cs.add_parser("libraries", parents=[common], help="libraries with chains, tokens, bytes and transfer gates")
     a = cs.add_parser("find", parents=[common], help="find problems by text, hash (prefix), topic or status")
     a.add_argument("text", nargs="?", default=None)
     a.add_argument("--hash", default=None)
@@ -281,9 +281,17 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
                 print(f"{k:<16} {v:>14,}")
             print("by status        " + (", ".join(f"{k} {v:,}" for k, v in sorted(by_status.items())) or "-"))
     elif action == "libraries":
+        from galahad.flywheel.catalog.gates import describe
+
         rows = cat.libraries.all()
+        gates: dict[str, list[dict]] = {}
+        for g in cat.gates.all():  # transfer/similar answer only where an eval showed they pay
+            gates.setdefault(g["library"], []).append(g)
+        for r in rows:
+            r["gates"] = gates.get(r["library"], [])
+            r["gate"] = "; ".join(describe(g) for g in r["gates"]) or describe(None)
         _json(rows) if as_json else _table(rows, [("library", 40), ("topic", 20), ("chains", 6), ("artifacts", 9),
-                                                  ("stored_tokens", 13), ("bytes", 14)])
+                                                  ("stored_tokens", 13), ("bytes", 14), ("gate", 120)])
     elif action == "runs":
         rows = cat.runs.recent(_limit(args))
         if as_json:

@@ -30,7 +30,8 @@ def add_transfer_parser(ev: argparse._SubParsersAction) -> None:
     t.add_argument("--k", type=count(), default=fc.k,
                    help="with --problems: solutions in the random and nearest memories")
     t.add_argument("--conditions", default=",".join(fc.conditions),
-                   help="with --problems: conditions to run (default all six; text needs nearest)")
+                   help="with --problems: conditions to run (default all; text needs nearest; base with "
+                        "transfer or system records the transfer gates' evidence in the catalog)")
     t.add_argument("--json", action="store_true")
     t.add_argument("--out", type=Path, default=None, help="manifest path (default: the reports folder)")
     add_storage_args(t)
@@ -63,11 +64,12 @@ def run_transfer(args: argparse.Namespace) -> int:
         with progress_bar(len(specs), "transfer") as tick:
             records = eval_transfer.run(engine, catalog, store, verifier, cfg, progress=tick, planned=specs)
         events = catalog.runs.events()
-    scores = eval_transfer.score(records, asdict(cfg))
-    path = manifest_path(args, paths, "transfer")
-    manifest = {**base_manifest("transfer", engine, asdict(cfg)), "records": records, "scores": scores,
-                "store": str(store.root)}
-    write_manifest(manifest, path)
+        scores = eval_transfer.score(records, asdict(cfg))
+        path = manifest_path(args, paths, "transfer")
+        manifest = {**base_manifest("transfer", engine, asdict(cfg)), "records": records, "scores": scores,
+                    "store": str(store.root)}
+        write_manifest(manifest, path)
+        scores["gates"] = record_gates(catalog, engine, manifest)
     png1 = plots.accuracy_by_condition(scores["table"], path.with_suffix(".accuracy.png"))
     png2 = plots.flywheel_over_time(events, path.with_suffix(".flywheel.png"))
     if args.json:
@@ -88,7 +90,28 @@ def print_transfer(s: dict, path: Path, pngs: list[Path]) -> None:
         if c["family"] == "all":
             print(f"  {c['split']:18} {c['condition']:22} vs {c['control']:6} diff {c['difference']:+.2f} "
                   f"[{c['ci95'][0]:+.2f}, {c['ci95'][1]:+.2f}]  McNemar p={c['p_value']:.3f} (n={c['n']})")
+    print_gates(s["gates"])
     print(f"manifest: {path}\nplots: {', '.join(str(p) for p in pngs)}")
+
+
+def record_gates(catalog, engine, manifest: dict) -> list[dict]:
+    """The transfer gates' evidence in this manifest (`evals/gates.py`), recorded in the catalog; the rows."""
+    from galahad.flywheel.evals.evidence import sealed
+    from galahad.flywheel.evals.gates import evidence
+
+    rows = evidence(manifest["records"], sealed(manifest)["manifest_sha256"], engine.model_fingerprint)
+    catalog.gates.record(rows)
+    return rows
+
+
+def print_gates(rows: list[dict]) -> None:
+    from galahad.flywheel.catalog.gates import describe
+
+    if not rows:
+        print("transfer gates: no evidence recorded (needs the base condition and transfer, system or a library "
+              "condition)")
+    for g in rows:
+        print(f"  gate {g['library']:30} {describe(g)}")
 
 
 def run_transfer_file(args: argparse.Namespace) -> int:
@@ -121,12 +144,13 @@ def run_transfer_file(args: argparse.Namespace) -> int:
         solver = Solver(engine, catalog, store, verifier)
         with progress_bar(len(items), "transfer") as tick:
             records = transfer_file.run(engine, catalog, store, verifier, items, cfg, solver, progress=tick)
-    config = {**asdict(cfg), "problems_file": str(args.problems)}
-    scores = transfer_file.score(records, config)
-    path = manifest_path(args, paths, "transfer-file")
-    manifest = {**base_manifest(transfer_file.KIND, engine, config), "records": records, "scores": scores,
-                "store": str(store.root)}
-    write_manifest(manifest, path)
+        config = {**asdict(cfg), "problems_file": str(args.problems)}
+        scores = transfer_file.score(records, config)
+        path = manifest_path(args, paths, "transfer-file")
+        manifest = {**base_manifest(transfer_file.KIND, engine, config), "records": records, "scores": scores,
+                    "store": str(store.root)}
+        write_manifest(manifest, path)
+        scores["gates"] = record_gates(catalog, engine, manifest)
     if args.json:
         print(json.dumps({**scores, "manifest": str(path)}))
     else:
@@ -146,4 +170,5 @@ def print_transfer_file(s: dict, path: Path) -> None:
     for c in s["comparisons"]:
         print(f"  {c['condition']:8} vs {c['control']:6} diff {c['difference']:+.2f} "
               f"[{c['ci95'][0]:+.2f}, {c['ci95'][1]:+.2f}]  McNemar p={c['p_value']:.3g} (n={c['n']})")
+    print_gates(s["gates"])
     print(f"manifest: {path}")

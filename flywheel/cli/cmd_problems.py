@@ -3,7 +3,8 @@
 `--source` takes a registered name (see `ls`), `rg:<reasoning-gym dataset>` or a problem JSONL file;
 `stats` on a file is also its validation (a malformed line is a one-line error with its number).
 `check FILE` prints every finding (schema, duplicate ids, conflicting golds for the same text or key,
-golds that disagree with a computable value) and exits 1 if there is any. `key [TEXT ...]` prints each
+golds that disagree with a computable value) and exits 1 if there is any; it also says how many golds it
+could not check (no computable value), naming the first few ids. `key [TEXT ...]` prints each
 text's canonical key, or `none` (one text a line from stdin when no TEXT is given), so a user can see why
 two texts match; `--json` prints one `{"text", "key", "value"}` object a line (`value`: the exact number the
 key computes to, as a fraction string such as "80" or "181/3", or null).
@@ -124,15 +125,22 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from galahad.flywheel.problems.check import findings
+    from galahad.flywheel.problems.check import findings, unchecked_line
     from galahad.flywheel.problems.records import read_text_file
 
     path = Path(args.file)
-    found = read_text_file(path, findings)
+    found, unchecked = read_text_file(path, findings)
     for line in found:
         print(json.dumps({"finding": line}, ensure_ascii=False) if args.json else line)
-    if not args.json:
+    note = unchecked_line(unchecked)  # golds taken on their giver's word: said, not a finding
+    if args.json:
+        if unchecked:
+            print(json.dumps({"unchecked": len(unchecked), "unchecked_ids": [p.id for p in unchecked]},
+                             ensure_ascii=False))
+    else:
         print(f"{len(found)} finding(s) in {path}" if found else f"OK: {path} has no findings")
+        if note:
+            print(note)
     return 1 if found else 0
 
 

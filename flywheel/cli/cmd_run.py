@@ -100,6 +100,7 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
     from galahad.flywheel.app.intake import admit
     from galahad.flywheel.app.job import LearningJob, WorkerSpec
     from galahad.flywheel.learn.loop import LoopConfig, summary
+    from galahad.flywheel.problems.check import unchecked_golds, unchecked_line
 
     admit(catalog, *items)  # conflicts with golds already in the catalog refuse the file, nothing started
     sampling = SamplingConfig(k=args.k, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
@@ -136,6 +137,8 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
     result["artifacts_added"] = result["catalog"]["artifacts"] - before["artifacts"]
     result.update(where(args, paths, catalog, store))
     result["commands"] = next_commands(args, paths, result)
+    unchecked = unchecked_golds(items[0])  # golds taken on their giver's word (no computable value)
+    result["golds_unchecked"], result["golds_unchecked_note"] = len(unchecked), unchecked_line(unchecked)
     if args.json:
         print(json.dumps(result, sort_keys=True, default=str))
     else:
@@ -188,6 +191,8 @@ def report(r: dict, shown: int = 3) -> list[str]:
         f"{c['artifacts']:,} artifacts, {c['bytes'] / 1e6:.1f} MB)",
         f"  store     {r['store']}",
     ]
+    if r.get("golds_unchecked_note"):
+        lines.append(r["golds_unchecked_note"])
     if r["failed"]:
         lines.append(f"failed: {r['failed']:,} problems (no verified answer in the budget), e.g.")
         lines += [f"  {e['id'][:16]}  {e['text'][:100]}" for e in r["failed_examples"][:shown]]

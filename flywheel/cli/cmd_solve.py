@@ -1,5 +1,6 @@
 """`galahad solve "PROBLEM"`: answer from memory (exact hash, canonical key, similar text, transfer) or the
-base model, reporting which path answered."""
+base model, reporting which path answered and whether the answer is `verified`, `unverified` (no check could
+be made) or `wrong (computed value differs: X)` (`--json`: `verified` true, null or false)."""
 
 from __future__ import annotations
 
@@ -50,10 +51,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(ans.to_dict(), sort_keys=True))
     else:
-        extra = f", verified again: {ans.verified}" if ans.verified is not None else ""
-        print(f"{ans.answer}\n  path {ans.path}, {ans.decode_tokens} decode tokens, {ans.seconds:.2f} s, "
-              f"{len(ans.grafted_artifacts)} artifacts / {ans.grafted_tokens} tokens grafted{extra}")
+        print(f"{ans.answer}\n  {mark(ans.verified, ans.computed)}, path {ans.path}, {ans.decode_tokens} decode "
+              f"tokens, {ans.seconds:.2f} s, {len(ans.grafted_artifacts)} artifacts / {ans.grafted_tokens} tokens "
+              f"grafted")
     return 0
+
+
+def mark(verified: bool | None, computed: str | None = None) -> str:
+    """How an answer is marked: verified, unverified (nothing could check it), or wrong."""
+    if verified is None:
+        return "unverified"
+    if verified:
+        return "verified"
+    return f"wrong (computed value differs: {computed})" if computed is not None else "wrong"
 
 
 def remote(args: argparse.Namespace) -> int:
@@ -64,7 +74,7 @@ def remote(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(ans, sort_keys=True))
     else:
-        extra = f", verified: {ans['verified']}" if ans["verified"] is not None else ""
-        print(f"{ans['answer']}\n  path {ans['path']}, {ans['decode_tokens']} decode tokens, {ans['seconds']:.2f} s, "
-              f"{len(ans['grafted_artifacts'])} artifacts grafted{extra}{', queued for learning' if ans['queued'] else ''}")
+        print(f"{ans['answer']}\n  {mark(ans['verified'], ans.get('computed'))}, path {ans['path']}, {ans['decode_tokens']} "
+              f"decode tokens, {ans['seconds']:.2f} s, {len(ans['grafted_artifacts'])} artifacts grafted"
+              f"{', queued for learning' if ans['queued'] else ''}")
     return 0

@@ -40,9 +40,13 @@ def seal(manifest: dict) -> dict:
     return {**body, "manifest_sha256": digest(body)}
 
 
+def sealed(manifest: dict) -> dict:
+    """The manifest as `write_manifest` writes it: its version added, sealed (`manifest_sha256`: its id)."""
+    return seal({"manifest_version": MANIFEST_VERSION, **manifest})
+
+
 def write_manifest(manifest: dict, path: Path) -> Path:
-    sealed = seal({"manifest_version": MANIFEST_VERSION, **manifest})
-    atomic_write(path, json.dumps(sealed, indent=1, sort_keys=True, ensure_ascii=False).encode())
+    atomic_write(path, json.dumps(sealed(manifest), indent=1, sort_keys=True, ensure_ascii=False).encode())
     return path
 
 

@@ -9,7 +9,8 @@ catalog. Conditions, all greedy and in the memory's prompt format unless noted:
   library    the first n solutions of the newest chain of the problem's own library (template, or topic
              for held-out templates), as `solve` picks them (`memory/policy.py`): one condition per
              retrieval policy studied.
-Each library policy is compared, paired on the same problems, against each control.
+Each library policy is compared, paired on the same problems, against each control. The condition that
+grafts what `solve` grafts, beside `base`, is the evidence for its library's transfer gate (`evals/gates.py`).
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ def plan(catalog, cfg: TransferConfig, fingerprints: tuple[str, str] | None = No
         for scope, library in scopes:
             for n in cfg.max_solutions:
                 tail = library_prefix(catalog, library, n, fingerprints)
-                if tail:
-                    out.append((spec(f"library:{scope}:n{n}", "query", tail), meta))
+                if tail:  # `library`: the gate this condition is evidence for (`evals/gates.py`)
+                    out.append((spec(f"library:{scope}:n{n}", "query", tail), {**meta, "library": library}))
     return out
 
 

@@ -1,4 +1,4 @@
-"""`eval transfer --problems FILE`: what memory does for a user's own problems, under six conditions.
+"""`eval transfer --problems FILE`: what memory does for a user's own problems, under seven conditions.
 
   base     the base model's few-shot prompt (generic examples), no memory;
   empty    the query alone in the memory's format, no memory (empty-memory control);
@@ -7,8 +7,12 @@
   text     the same solutions as `nearest` given as plain prompt tokens and recomputed: its outputs must
            be byte-identical to `nearest`'s (the graft is an exact cache of in-context examples), its
            cost higher;
-  system   `Solver.solve` itself (hash -> key -> similar -> transfer -> base), each route it answers
-           run as a recorded spec: the record of the route it accepts, and every route it tried.
+  transfer `Solver.solve(gated=False)`: the walk with every route memory has, similar and transfer
+           wherever they reach (whatever their gates say); with `base`, the evidence that opens or closes
+           each (model, library) gate (`evals/gates.py`, recorded by the command in `catalog.gates`);
+  system   `Solver.solve` itself (hash -> key -> similar -> transfer -> base, similar and transfer only
+           where their gate is open), each route it answers run as a recorded spec: the record of the
+           route it accepts, and every route it tried.
 Every problem is tagged with its overlap with the catalog's verified problems (`hash`, `key`, `similar`
 or `none`): a contamination audit reported per condition, never a silent filter. A paraphrase file's
 `source` (`paraphrase:<problem id>`) also tags whether its source problem is verified.
@@ -29,7 +33,7 @@ from galahad.flywheel.problems.records import problem_hash
 
 CONDITIONS = FileTransferConfig.conditions  # every condition, in report order (its default: all)
 CONTROLS = ("base", "empty", "random")
-TREATMENTS = ("nearest", "system")
+TREATMENTS = ("nearest", "transfer", "system")
 KIND = "transfer-file"
 
 
@@ -82,26 +86,32 @@ def run(engine, catalog, store, verifier, problems: list[dict], cfg: FileTransfe
             record(spec("nearest", "query", nearest))
             if "text" in want:
                 record(spec("text", "query", nearest, recompute=True))
-        if "system" not in want:
-            if progress:
-                progress()
-            continue
-        tried: list[tuple[str, dict]] = []  # (path, record) of each route `solve` answers, in its order
-
-        def decode(route, _spec=spec, _tried=tried):
-            s = _spec("system", route.prompt, route.tail, decoded=route.decoded, max_tokens=route.max_tokens,
-                      shared_prefix=route.shared_prefix)
-            rec, r = decoded_record(engine, store, verifier, s, meter)
-            _tried.append((route.path, rec))
-            return r
-
-        ans = solver.solve(p["text"], decode=decode)
-        # `problem` is the file's text, as in every record; `decoded` (in the spec) is the question asked
-        # after the graft when a recall path asks the matched problem's own, so a replay re-runs this spec.
-        records.append({**tried[-1][1], **meta, "path": ans.path, "routes_tried": [path for path, _ in tried]})
+        for condition in ("transfer", "system"):
+            if condition in want:
+                records.append({**walk(engine, store, verifier, solver, p["text"], condition, spec, meter), **meta})
         if progress:
             progress()
     return records
+
+
+def walk(engine, store, verifier, solver: Solver, text: str, condition: str, spec, meter) -> dict:
+    """One `Solver.solve` walk as `condition` (`system`: gated, as `solve` answers; `transfer`: ungated), each
+    route it answers run as a recorded spec; the accepted route's record with its path, library and the
+    routes tried."""
+    tried: list[tuple[object, dict]] = []  # (route, record) of each route `solve` answers, in its order
+
+    def decode(route):
+        s = spec(condition, route.prompt, route.tail, decoded=route.decoded, max_tokens=route.max_tokens,
+                 shared_prefix=route.shared_prefix)
+        rec, r = decoded_record(engine, store, verifier, s, meter)
+        tried.append((route, rec))
+        return r
+
+    ans = solver.solve(text, decode=decode, gated=condition == "system")
+    # `problem` is the file's text, as in every record; `decoded` (in the spec) is the question asked
+    # after the graft when a recall path asks the matched problem's own, so a replay re-runs this spec.
+    route, rec = tried[-1]
+    return {**rec, "path": ans.path, "library": route.library, "routes_tried": [r.path for r, _ in tried]}
 
 
 def _cell(values: list[bool]) -> dict:

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from galahad.flywheel.config import RecallPolicy, RetrievalPolicy
 
-__all__ = ["RecallPolicy", "RetrievalPolicy", "first_library_prefix", "library_prefix"]
+__all__ = ["RecallPolicy", "RetrievalPolicy", "first_library_chain", "library_prefix"]
 
 
-def first_library_prefix(catalog, libraries: list[str], n: int, fingerprints: tuple[str, str]) -> str | None:
-    """The tail artifact of the first n solutions of the newest chain made under `fingerprints` (the
+def first_library_chain(catalog, libraries: list[str], n: int,
+                        fingerprints: tuple[str, str]) -> tuple[str, str] | None:
+    """(library, tail artifact) of the first n solutions of the newest chain made under `fingerprints` (the
     engine's model, runtime) of the first of `libraries` that has one; None when none has. One catalog
     statement for all of them (`Libraries.first_chain`)."""
     found = catalog.libraries.first_chain(libraries, fingerprints)
-    return found[1][:n][-1] if found else None
+    return (found[0], found[1][:n][-1]) if found else None
 
 
 def library_prefix(catalog, library: str, n: int, fingerprints: tuple[str, str] | None = None) -> str | None:

@@ -13,6 +13,18 @@ the same order (`similar`) is grafted as a worked example and the *asked* questi
 the answer is the model's, `verified` stays unknown (None), since similar words can be different
 mathematics ("9 mod 3" after "9 - 3"). Transfer grafts a prefix of the chain of solutions to problems of
 the same template (or topic) as worked examples (`policy.py`); the base model answers what memory cannot.
+
+Transfer only where it pays: `similar` and `transfer` are inexact, so each answers for a (model, library)
+only where its gate is open (`catalog.gates`; similar: the library of the example it grafts, transfer: the
+library whose chain it grafts): `eval transfer` on held-out problems measured the route beating the base
+model there. No evidence: closed, and the base model answers. `solve(gated=False)` walks
+every route (what `eval transfer`'s `transfer` condition measures to record that evidence).
+
+Every answer is checked where it can be (`check_computed`, the walk's last step): when the text has a
+canonical key with a computable value, the answer is `verified` True or False against that value (exact,
+as golds are checked: `problems/golds.py`), never None; a wrong one carries `reason` "wrong: computed
+value is X", and `computed` holds the value. A recall keeps its `gold_source`; another path verified by
+the computed value has `gold_source` `computed`.
 `routes` is the one order and `solve` the one walk of it: `eval transfer`'s `system` condition calls
 `solve` (its `decode` records each route answered), and every answer goes through `recall.answer_decode`.
 """
@@ -26,9 +38,10 @@ from dataclasses import asdict, dataclass, field
 from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.config import BUDGETS
-from galahad.flywheel.memory.policy import RecallPolicy, RetrievalPolicy, first_library_prefix
+from galahad.flywheel.memory.policy import RecallPolicy, RetrievalPolicy, first_library_chain
 from galahad.flywheel.memory.recall import Recalled, answer_decode
 from galahad.flywheel.problems import canonical
+from galahad.flywheel.problems.golds import COMPUTED, same_gold, show
 from galahad.flywheel.problems.shapes import shape, shape_hash
 from galahad.verifier.verifier import Verifier
 
@@ -52,6 +65,7 @@ class Answer:
     # Set when memory knows this problem only through artifacts of another runtime or model (`foreign.py`):
     # the one line that says so, and what to run.
     memory_note: str | None = None
+    computed: str | None = None  # the text's computed value (`check_computed`), where it has one
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -69,6 +83,7 @@ class Route:
     gold: str | None = None  # the matched problem's verified answer: a route is taken only if it verifies
     matched_problem: str | None = None
     gold_source: str | None = None
+    library: str | None = None  # similar, transfer: the library whose gate lets the route answer
 
     @property
     def shared_prefix(self) -> bool:
@@ -163,17 +178,28 @@ class Solver:
         found = self.catalog.problems.classify(text)
         return {"template": found["template"], "topic": found["topic"]} if found else None
 
-    def transfer_chain(self, template: str | None, topic: str | None, policy: RetrievalPolicy) -> str | None:
-        return first_library_prefix(self.catalog, policy.libraries(template, topic), policy.max_solutions,
-                                    self.fingerprints)
+    def transfer_chain(self, libraries: list[str], policy: RetrievalPolicy) -> tuple[str, str] | None:
+        """(library, tail artifact) of the chain the transfer route grafts: the first of `libraries` with a
+        chain made under this engine; None when none has (or no library is given: no statement)."""
+        return first_library_chain(self.catalog, libraries, policy.max_solutions,
+                                   self.fingerprints) if libraries else None
+
+    def gates(self, libraries: list[str]) -> set[tuple[str, str]]:
+        """The (library, route) pairs where similar or transfer may answer under this engine's model: only
+        where `eval transfer` recorded the route beating the base model there (`catalog.gates`); no
+        evidence: closed. One statement (none without libraries)."""
+        return self.catalog.gates.opened(self.engine.model_fingerprint, libraries)
 
     # -- the one order -------------------------------------------------------------------------------
 
     def routes(self, text: str, template: str | None = None, topic: str | None = None,
-               policy: RetrievalPolicy | None = None) -> Iterator[Route]:
+               policy: RetrievalPolicy | None = None, gated: bool = True) -> Iterator[Route]:
         """hash -> key -> similar -> transfer -> base. What the catalog holds for the text is read in one
-        statement (`lookup`), the library's chain in a second, only if the walk gets that far."""
+        statement (`lookup`); with `gated`, the open gates of the text's libraries in a second (`gates`:
+        similar and transfer are taken only where theirs is open), and the chain of the first library
+        whose transfer gate is open in a third, only if the walk gets that far."""
         found = self.lookup(text, shape=template is None and topic is None)
+        policy = policy or RetrievalPolicy()
         seen: set[str] = set()
         for path in ("hash", "key"):
             hit = found[path][0] if found[path] else None
@@ -181,14 +207,19 @@ class Solver:
                 seen.add(hit["id"])
                 yield Route(path, hit["artifact_id"], hit["text"], "query", self.max_tokens, hit["answer"],
                             hit["id"], provenance(hit))
-        hit = self._most_similar(text, found["numbers"]) if not seen else None
-        if hit:  # a worked example only: the asked question after it, the model's answer, never verified
-            yield Route("similar", hit["artifact_id"], text, "query", self.max_tokens, None, hit["id"])
         if template is None and topic is None and found["shape"]:
             template, topic = found["shape"]["template"], found["shape"]["topic"]
-        tail = self.transfer_chain(template, topic, policy or RetrievalPolicy()) if (template or topic) else None
-        if tail:
-            yield Route("transfer", tail, text, "query", self.max_tokens)
+        libraries = policy.libraries(template, topic)  # the text's: its template's, then its topic's
+        hit = self._most_similar(text, found["numbers"]) if not seen else None
+        # a similar answer is gated (and measured) by the library of the example it grafts
+        example = next(iter(policy.libraries(hit["template"], hit["topic"])), None) if hit else None
+        asked = list(dict.fromkeys(libraries + ([example] if example else [])))
+        opened = self.gates(asked) if gated else {(lib, r) for lib in asked for r in ("similar", "transfer")}
+        if hit and (example, "similar") in opened:  # a worked example: the asked question after it, the model's
+            yield Route("similar", hit["artifact_id"], text, "query", self.max_tokens, None, hit["id"], library=example)
+        chain = self.transfer_chain([lib for lib in libraries if (lib, "transfer") in opened], policy)
+        if chain:
+            yield Route("transfer", chain[1], text, "query", self.max_tokens, library=chain[0])
         yield Route("base", None, text, "few-shot", self.base_max_tokens)
 
     def decode(self, route: Route) -> Recalled:
@@ -209,19 +240,46 @@ class Solver:
         return ans
 
     def solve(self, text: str, template: str | None = None, topic: str | None = None,
-              policy: RetrievalPolicy | None = None, decode: Callable[[Route], Recalled] | None = None) -> Answer:
-        """The first route whose answer is accepted: a recalled one must verify against its gold. `decode` runs
-        each route's graft -> decode (default `self.decode`): `eval transfer`'s `system` condition passes one
-        that runs it as a recorded spec, so it measures this very walk, route by route."""
+              policy: RetrievalPolicy | None = None, decode: Callable[[Route], Recalled] | None = None,
+              gated: bool = True) -> Answer:
+        """The first route whose answer is accepted: a recalled one must verify against its gold; then the
+        answer is checked against the text's computed value where it has one (`check_computed`). `decode`
+        runs each route's graft -> decode (default `self.decode`): `eval transfer`'s `system` condition
+        passes one that runs it as a recorded spec, so it measures this very walk, route by route.
+        `gated=False`: similar and transfer answer wherever memory has them (`eval transfer`'s `transfer`
+        condition, the evidence for their gates)."""
         t0 = time.perf_counter()
         decode = decode or self.decode
-        for route in self.routes(text, template, topic, policy):
+        for route in self.routes(text, template, topic, policy, gated):
             ans = self.answer_route(route, decode(route))
             if route.gold is None or ans.verified:
                 break
+        self.check_computed(text, ans)
         ans.seconds = time.perf_counter() - t0
         if ans.path not in ("hash", "key"):
             ans.memory_note = self.foreign_note(text)
+        return ans
+
+    def computed_value(self, text: str) -> str | None:
+        """The text's exact value (`canonical.value` of its key, shown as `golds.show`: "42", "7/3"), or None
+        where it has no key or its value is not computable here."""
+        key = self._canonical_key(text)
+        value = canonical.value(key) if key is not None else None
+        return None if value is None else show(value)
+
+    def check_computed(self, text: str, ans: Answer) -> Answer:
+        """The last step of every walk: where `text` has a computed value, `ans` is verified True or False
+        against it (`golds.same_gold`: exact numbers as numbers), never left None; a wrong answer's `reason`
+        names the value. A recall that agrees keeps its `gold_source`; another answer that agrees is vouched
+        for by the computation (`computed`)."""
+        value = self.computed_value(text)
+        if value is None:
+            return ans
+        ans.computed = value
+        if not same_gold(value, ans.answer):
+            ans.verified, ans.reason, ans.gold_source = False, f"wrong: computed value is {value}", None
+        elif ans.verified is not True:
+            ans.verified, ans.reason, ans.gold_source = True, None, COMPUTED
         return ans
 
     def foreign_note(self, text: str) -> str | None:
@@ -248,5 +306,7 @@ class Solver:
             if match is None:
                 return None
             template, topic = match.get("template"), match.get("topic")
-        tail = self.transfer_chain(template, topic, policy or RetrievalPolicy())
-        return self.answer_route(Route("transfer", tail, text, "query", self.max_tokens)) if tail else None
+        policy = policy or RetrievalPolicy()
+        chain = self.transfer_chain(policy.libraries(template, topic), policy)
+        return self.answer_route(Route("transfer", chain[1], text, "query", self.max_tokens,
+                                       library=chain[0])) if chain else None

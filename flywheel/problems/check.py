@@ -5,6 +5,8 @@ a malformed line, a duplicate id, the same problem twice (same text hash or same
 golds that differ, and a gold that disagrees with the problem's computed value. `refuse_bad_golds`
 is what `galahad run --problems` and the service apply to a parsed batch: the first finding is a
 GalahadError naming its place, so a file with one wrong or conflicting gold is not started at all.
+`unchecked_golds` names the golds nothing here could check (no computable value): they are taken on their
+giver's word, and `problems check` and `run` say how many.
 Conflicts with problems already in the catalog are the intake's (`app/intake.py`): this module is
 torch-free and SQL-free.
 """
@@ -38,6 +40,20 @@ def gold_findings(problems: Sequence[Problem], places: Sequence[str],
     return out
 
 
+def unchecked_golds(problems: Sequence[Problem], checks: Sequence[GoldCheck] | None = None) -> list[Problem]:
+    """The problems whose gold could not be checked: their text has no computable value here."""
+    checks = checks if checks is not None else [check_gold(p.problem, p.answer) for p in problems]
+    return [p for p, c in zip(problems, checks, strict=True) if not c.computed]
+
+
+def unchecked_line(unchecked: Sequence[Problem], shown: int = 3) -> str | None:
+    """`3 golds unchecked: no computable value (ids a, b, c)`, naming the first few; None when none is."""
+    if not unchecked:
+        return None
+    ids = ", ".join(p.id for p in unchecked[:shown]) + (", ..." if len(unchecked) > shown else "")
+    return f"{len(unchecked)} gold{'s' if len(unchecked) != 1 else ''} unchecked: no computable value (ids {ids})"
+
+
 def refuse_bad_golds(problems: Sequence[Problem], places: Sequence[str],
                      checks: Sequence[GoldCheck] | None = None) -> None:
     found = gold_findings(problems, places, checks)
@@ -46,8 +62,9 @@ def refuse_bad_golds(problems: Sequence[Problem], places: Sequence[str],
         raise GalahadError(found[0] + more)
 
 
-def findings(lines: Iterable[str], name: str = "<input>") -> list[str]:
-    """Every finding in a problem file, in line order (empty: the file is good)."""
+def findings(lines: Iterable[str], name: str = "<input>") -> tuple[list[str], list[Problem]]:
+    """Every finding in a problem file, in line order (empty: the file is good), and the problems whose
+    golds could not be checked (`unchecked_golds`)."""
     out: list[str] = []
     problems: list[Problem] = []
     places: list[str] = []
@@ -64,8 +81,9 @@ def findings(lines: Iterable[str], name: str = "<input>") -> list[str]:
         seen[p.id] = where
         problems.append(p)
         places.append(where)
-    out.extend(gold_findings(problems, places))
-    return sorted(out, key=lambda f: _line_of(f, name))
+    checks = [check_gold(p.problem, p.answer) for p in problems]
+    out.extend(gold_findings(problems, places, checks))
+    return sorted(out, key=lambda f: _line_of(f, name)), unchecked_golds(problems, checks)
 
 
 def _line_of(finding: str, name: str) -> int:

@@ -18,7 +18,11 @@ class SolveRequest(BaseModel):
 class SolveResponse(BaseModel):
     answer: str
     path: str  # hash | key | similar | transfer | base
-    verified: bool | None  # True only for the catalog's verified answer to this same problem (hash, key)
+    # True: the catalog's verified answer to this same problem (hash, key), or the answer equals the text's
+    # computed value; False: it differs from the computed value (`reason`); None: nothing could check it.
+    verified: bool | None
+    reason: str | None = None  # why verified is False: "wrong: computed value is X"
+    computed: str | None = None  # the text's computed value (its canonical key's exact value), where it has one
     matches_gold: bool | None  # the answer checked against the caller's gold (None: no gold given)
     gold_source: str | None  # who vouches for a verified answer's gold: `computed`, or who gave it
     matched_problem: str | None  # the problem recalled (hash, key) or grafted as an example (similar)
@@ -28,7 +32,7 @@ class SolveResponse(BaseModel):
     runtime_fingerprint: str
     seconds: float
     problem_id: str
-    queued: bool  # handed to the learner (a gold answer that memory did not already verify)
+    queued: bool  # handed to the learner (a gold, or the computed value, for a problem memory did not verify)
     # Memory knows the problem only through artifacts made under another runtime or model: the one line that
     # says so and what to run (`galahad catalog recompile`); None otherwise.
     memory_note: str | None = None
