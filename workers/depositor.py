@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from galahad.flywheel.artifacts.store import LocalStore
+from galahad.flywheel.artifacts.store import open_store
 from galahad.workers.engine import Engine
 from galahad.workers.kv_chain import KVChains, Span
 from galahad.workers.model_loader import load_model
@@ -28,7 +28,7 @@ class Depositor:
         chain_max_tokens: int | None = None, live_caches: int = 8, ram_tier_bytes: int | None = None,
     ):
         self.engine = Engine(load_model(model, Path(model_cache), runtime), runtime)
-        self.store = LocalStore(store_path, ram_tier_bytes)
+        self.store = open_store(store_path, ram_tier_bytes)  # a folder, or an s3:// store's spec
         window = self.engine.loaded.context_window
         self.chain_max_tokens = min(chain_max_tokens or window, window)
         self.chains = KVChains(self.engine, self.store, live_caches)

@@ -11,20 +11,34 @@ from typing import TYPE_CHECKING
 from galahad.flywheel.config import DEFAULTS, Paths
 
 if TYPE_CHECKING:  # imported where used: `galahad verify` and `--help` start without SQLAlchemy
-    from galahad.flywheel.artifacts.store import LocalStore
+    from galahad.flywheel.artifacts.store import BlobStore
     from galahad.flywheel.catalog import Catalog
+
+STORE_CACHE = "store-cache"  # an object store's local cache folder, in the data dir
+
+
+def make_store(paths: Paths, store: str | Path | None = None, ram_tier_bytes: int | None = None) -> BlobStore:
+    """The artifact store `--store` names, by scheme: `s3://BUCKET/PREFIX` an object store (`S3Store`;
+    endpoint and credentials from the standard AWS variables) read through `<data>/store-cache/` (or
+    `?cache=DIR`) and the RAM tier; anything else a folder (default: the data dir's store)."""
+    from galahad.flywheel.artifacts.store import LocalStore
+
+    if isinstance(store, str) and store.startswith("s3://"):
+        from galahad.flywheel.artifacts.s3_store import S3Store
+
+        return S3Store(store, paths.root / STORE_CACHE, ram_tier_bytes)
+    return LocalStore(Path(store).expanduser() if store else paths.store, ram_tier_bytes)
 
 
 def open_storage(paths: Paths, catalog: str | None = None, store: str | Path | None = None,
-                 create: bool = False, ram_tier_bytes: int | None = None) -> tuple[Catalog, LocalStore]:
+                 create: bool = False, ram_tier_bytes: int | None = None) -> tuple[Catalog, BlobStore]:
     """(catalog, store) for a data dir; the catalog is migrated on open.
 
     `catalog` is a SQLAlchemy URL (default: env GALAHAD_CATALOG, else the data dir's SQLite file), `store`
-    a folder (default: the data dir's store) whose RAM tier holds `ram_tier_bytes` (default
+    a folder (default: the data dir's store) or an `s3://BUCKET/PREFIX` URL (`make_store`) whose RAM tier holds `ram_tier_bytes` (default
     `StoreConfig.ram_tier_bytes`). Only jobs that produce a catalog (`run`, `serve`, `catalog
     import`) pass `create=True`; otherwise a catalog that does not exist, or has no Galahad tables, is a
     one-line error and nothing is created (not even the data dir)."""
-    from galahad.flywheel.artifacts.store import LocalStore
     from galahad.flywheel.catalog import Catalog
 
     url = paths.resolve_catalog(catalog)
@@ -32,7 +46,7 @@ def open_storage(paths: Paths, catalog: str | None = None, store: str | Path | N
         paths.ensure()
     opened = Catalog(url, create=create)
     paths.ensure()
-    return opened, LocalStore(Path(store).expanduser() if store else paths.store, ram_tier_bytes)
+    return opened, make_store(paths, store, ram_tier_bytes)
 
 
 def open_catalog(url: str) -> Catalog:

@@ -37,6 +37,15 @@ class BlobMissing(GalahadError):
     """No blob (of any kind) under that id."""
 
 
+class CorruptBlob(IntegrityError):
+    """A stored object whose bytes do not hash to its id (`S3Store`: the bucket's copy, fetched twice):
+    refused, never returned; a store with `repair` takes the rebuilt bytes (`memory/rebuild.py`)."""
+
+    def __init__(self, message: str, blob_id: str):
+        super().__init__(message)
+        self.blob_id = blob_id
+
+
 def _umask() -> int:
     try:
         with open("/proc/self/status") as f:
@@ -190,6 +199,8 @@ class LocalStore(BlobStore):
 
     def __init__(self, root: str | os.PathLike, ram_tier_bytes: int | None = None):
         """`ram_tier_bytes`: the RAM tier's budget (default `StoreConfig.ram_tier_bytes`; 0: no tier)."""
+        if str(root).startswith("s3:"):  # never a local folder named "s3:" by mistake
+            raise GalahadError(f"{str(root)[:80]!r} is an object store URL: open it with `open_store`")
         self.root = Path(root)
         if ram_tier_bytes is None:
             from galahad.flywheel.config import DEFAULTS
@@ -310,3 +321,14 @@ class LocalStore(BlobStore):
 
     def size(self, blob_id: str) -> int:
         return os.lstat(self.path(blob_id)).st_size
+
+
+def open_store(spec: str | os.PathLike, ram_tier_bytes: int | None = None) -> BlobStore:
+    """The store a spec names, by scheme: `s3://BUCKET/PREFIX?cache=DIR` an `S3Store` (what an `S3Store`'s
+    `root` is, so a Ray actor handed `str(store.root)` reopens the same store), anything else a `LocalStore`
+    folder."""
+    if str(spec).startswith("s3://"):
+        from galahad.flywheel.artifacts.s3_store import S3Store
+
+        return S3Store(str(spec), ram_tier_bytes=ram_tier_bytes)
+    return LocalStore(spec, ram_tier_bytes)

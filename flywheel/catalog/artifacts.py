@@ -28,6 +28,9 @@ P, R, A, V, ART, ENT = (TABLES[t] for t in ("problems", "runs", "attempts", "ver
 
 
 def store_location(store: BlobStore) -> str:
+    location = getattr(store, "location", None)  # an object store: s3://bucket/prefix/
+    if location is not None:
+        return str(location)
     root = getattr(store, "root", None)
     return f"file://{root}" if root is not None else type(store).__name__
 

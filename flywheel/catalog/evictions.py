@@ -121,6 +121,8 @@ def evict(catalog, store: BlobStore, to_bytes: int, dry_run: bool = False, spare
     depositor restores a chain from the store directly, and a deposit onto an evicted tail fails)."""
     if not isinstance(to_bytes, int) or to_bytes < 0:
         raise GalahadError("an eviction target must be a non-negative number of bytes")
+    if getattr(store, "evict_local", None) is not None:
+        return _evict_local(catalog, store, to_bytes, dry_run)
     resident = catalog.evictions.resident()
     keep = catalog.evictions.protected() if spare_current else set()
     total = sum(r["size"] for r in resident)
@@ -136,5 +138,27 @@ def evict(catalog, store: BlobStore, to_bytes: int, dry_run: bool = False, spare
         out["evicted"].append(r["id"])
         out["freed_bytes"] += r["size"]
         total -= r["size"]
+    out["after_bytes"] = total
+    return out
+
+
+def _evict_local(catalog, store, to_bytes: int, dry_run: bool) -> dict[str, Any]:
+    """A tiered store (`S3Store`: the bucket is the source of truth): only the local copies go, least
+    recently grafted first (copies of no row first), until the local cache holds at most `to_bytes`; the
+    bucket and the rows are untouched (nothing is marked evicted: a read fetches the object again)."""
+    local = {i: store.local_size(i) for i in store.local_ids()}
+    order = [r["id"] for r in catalog.evictions.resident() if r["id"] in local]
+    order = [i for i in local if i not in set(order)] + order
+    total = sum(local.values())
+    out: dict[str, Any] = {"before_bytes": total, "target_bytes": to_bytes, "evicted": [], "freed_bytes": 0,
+                           "protected": 0, "dry_run": dry_run, "local_only": True}
+    for blob_id in order:
+        if total <= to_bytes:
+            break
+        if not dry_run:
+            store.evict_local(blob_id)
+        out["evicted"].append(blob_id)
+        out["freed_bytes"] += local[blob_id]
+        total -= local[blob_id]
     out["after_bytes"] = total
     return out

@@ -174,6 +174,9 @@ def fsck(catalog: Catalog, store: BlobStore, rederive=None) -> FsckReport:
 
 
 def _age(store: BlobStore, blob_id: str) -> float:
+    age = getattr(store, "age", None)  # an object store: its objects' LastModified
+    if age is not None:
+        return age(blob_id)
     path = getattr(store, "path", None)
     if path is None:
         return 0.0  # no timestamps on this backend: only grace 0 collects

@@ -27,7 +27,7 @@ CREATES = {"import"}  # every other action refuses a catalog that does not exist
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("catalog", help="inspect and maintain the catalog and artifact store")
     p.add_argument("--catalog", default=None, metavar="URL", help=f"database URL (env {CATALOG_ENV})")
-    p.add_argument("--store", default=None, metavar="PATH", help="artifact store folder")
+    p.add_argument("--store", default=None, metavar="PATH", help="artifact store folder, or s3://BUCKET/PREFIX")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="machine-readable output")
     # Also accepted after the subcommand; SUPPRESS keeps the subparser from resetting the value given before.
@@ -119,14 +119,14 @@ def _truncated(shown: int, total: int, as_json: bool) -> None:
 
 
 def _open(args: argparse.Namespace):
-    from galahad.flywheel.artifacts.store import LocalStore
+    from galahad.flywheel.app.storage import make_store
     from galahad.flywheel.catalog import Catalog
 
     url = args.paths.resolve_catalog(args.catalog)
     create = args.catalog_command in CREATES
     if create and url == args.paths.catalog_url:
         args.paths.root.mkdir(parents=True, exist_ok=True)
-    store = LocalStore(args.store or args.paths.store)
+    store = make_store(args.paths, args.store)
     return Catalog(url, create=create), store
 
 

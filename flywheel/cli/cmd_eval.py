@@ -135,7 +135,7 @@ def run_rescore(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from galahad.flywheel.artifacts.store import LocalStore
+    from galahad.flywheel.app.storage import make_store
     from galahad.flywheel.errors import GalahadError
     from galahad.flywheel.evals.evidence import read_manifest
     from galahad.flywheel.evals.replay import replay
@@ -144,7 +144,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if not any("output_sha256" in r for r in manifest["records"]):
         raise GalahadError(f"manifest kind {manifest['kind']!r} has no replayable outputs")
     paths = args.paths.ensure()
-    store = LocalStore(Path(args.store).expanduser() if args.store else paths.store)
+    store = make_store(paths, args.store)
     mode = manifest.get("runtime", {}).get("config", {}).get("kernel_mode", "stock")  # the mode it ran under
     engine = engine_for(manifest["model"], paths, mode)
     result = replay(manifest, engine, store)

@@ -16,7 +16,10 @@ __all__ = ["add_storage_args", "engine_for", "storage"]
 
 def add_storage_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--catalog", default=None, help="SQLAlchemy URL (default: SQLite file in the data dir)")
-    p.add_argument("--store", default=None, help="artifact store folder (default: the data dir's store)")
+    p.add_argument("--store", default=None,
+                   help="artifact store folder (default: the data dir's store), or s3://BUCKET/PREFIX: an object "
+                        "store (endpoint and keys from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...) read through "
+                        "<data>/store-cache/")
 
 
 def storage(args: argparse.Namespace, create: bool = False):

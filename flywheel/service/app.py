@@ -167,7 +167,7 @@ class GalahadApi(OpenAIRoutes):
     def __init__(self, model: str, data: str, catalog_url: str, store: str, token: str | None,
                  config: ServiceConfig, learner=None, ram_tier_bytes: int | None = None, kernel_mode: str = DEFAULTS.kernel_mode):
         from galahad.flywheel.app.storage import engine_for
-        from galahad.flywheel.artifacts.store import LocalStore
+        from galahad.flywheel.artifacts.store import open_store
         from galahad.flywheel.catalog import Catalog
         from galahad.flywheel.config import Paths
 
@@ -178,7 +178,7 @@ class GalahadApi(OpenAIRoutes):
         self.learner = learner  # the learner's supervisor (`learner.LearnerSupervisor`), None with --no-learn
         self.solves = 0  # admitted solves; touched only on the event loop
         catalog = Catalog(catalog_url)
-        self.answering = Answering(engine_for(model, Paths.resolve(data), kernel_mode), catalog, LocalStore(store, ram_tier_bytes), config,
+        self.answering = Answering(engine_for(model, Paths.resolve(data), kernel_mode), catalog, open_store(store, ram_tier_bytes), config,
                                    caller=caller_identity(token))
         self.metrics = Metrics(catalog.stats, self.learner_state, self.answering.store.ram.stats)
         register_replica(self)

@@ -41,12 +41,12 @@ def start_learner(model: str, model_cache: str, catalog_url: str, store_path: st
     """The service's learning job. Embedded catalog (`lock_root`, the data dir): the run lock is held here,
     where the queue is written (not in the driver: the learner can outlive a killed driver), for the job's
     life; a predecessor still holding it is waited for, then the job fails closed."""
-    from galahad.flywheel.artifacts.store import LocalStore
+    from galahad.flywheel.artifacts.store import open_store
 
     lock = run_lock(Path(lock_root), lock_wait_seconds, LEARNING) if lock_root else None
     catalog = open_catalog(catalog_url)
     workers = WorkerSpec(model, model_cache, generators, chain_max_tokens, device, kernel_mode)
-    return LearningJob(catalog, LocalStore(store_path, ram_tier_bytes), workers, config, {"service": True}, lock)
+    return LearningJob(catalog, open_store(store_path, ram_tier_bytes), workers, config, {"service": True}, lock)
 
 
 @ray.remote(max_restarts=0, max_concurrency=4)

