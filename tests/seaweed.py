@@ -87,9 +87,9 @@ class Seaweed:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"weed exited ({self.proc.returncode}): {self.log_tail()}")
             try:
-                client.list_buckets()
-                # and writable: a bucket takes a put once the volume server has registered
-                client.create_bucket(Bucket="galahad-ready")
+                # answering, and writable: a bucket takes a put once the volume server has registered
+                if "galahad-ready" not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
+                    client.create_bucket(Bucket="galahad-ready")
                 client.put_object(Bucket="galahad-ready", Key="ping", Body=b"ok")
                 return self
             except Exception:
