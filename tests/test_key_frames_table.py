@@ -38,12 +38,14 @@ A_OPS = [Op("int", "60", F(60), "60"), Op("neg", "-4", F(-4), "(-4)"), Op("dec",
          Op("fdig", "1/3", F(1, 3), "(1/3)"), Op("fword", "a third", F(1, 3), "(1/3)"),
          Op("fword", "two thirds", F(2, 3), "(2/3)"), Op("pct", "15%", F(3, 20), "(15/100)"),
          Op("money", "$4.50", F(9, 2), "4.5"), Op("unit", "5 km", F(5), "5"), Op("word", "twelve", F(12), "12"),
-         Op("large", "1,000,000", F(10 ** 6), "1000000")]
+         Op("large", "1,000,000", F(10 ** 6), "1000000"), Op("mixed", "2 1/2", F(5, 2), "(5/2)"),
+         Op("mixedw", "two and a half", F(5, 2), "(5/2)")]
 B_OPS = [Op("int", "5", F(5), "5"), Op("neg", "-3", F(-3), "(-3)"), Op("dec", "0.5", F(1, 2), "0.5"),
          Op("fdig", "3/4", F(3, 4), "(3/4)"), Op("fword", "a quarter", F(1, 4), "(1/4)"),
          Op("fword", "three quarters", F(3, 4), "(3/4)"), Op("pct", "20%", F(1, 5), "(20/100)"),
          Op("money", "$2", F(2), "2"), Op("unit", "3 km", F(3), "3"), Op("word", "seven", F(7), "7"),
-         Op("large", "2,000,000", F(2 * 10 ** 6), "2000000")]
+         Op("large", "2,000,000", F(2 * 10 ** 6), "2000000"), Op("mixed", "1 1/4", F(5, 4), "(5/4)"),
+         Op("mixedw", "one and a quarter", F(5, 4), "(5/4)")]
 PART = ("fword", "pct")  # operands that name a part of something else
 
 
@@ -114,9 +116,36 @@ def difference(a: Op, b: Op):
     return a.value - b.value
 
 
+def quotient(a: Op, b: Op):
+    """The quotient of A and B: A / B, but for whole numbers B does not divide, 15 (remainder 2) or 15.5."""
+    if b.value == 0 or (_whole(a.value) and _whole(b.value) and a.value % b.value):
+        return None
+    return a.value / b.value
+
+
+def mean(a: Op, b: Op):
+    return None if "pct" in (a.kind, b.kind) else (a.value + b.value) / 2
+
+
 def of(a: Op, b: Op):
     """B of A: a part of A (a quarter of 60, 3/4 of 60, 20% of 60); a whole number 'of' means nothing."""
     return b.value * a.value if b.kind in ("fdig", "fword", "pct") else None
+
+
+def root(k: int):
+    """The k-th root of x where it is rational (x >= 0 and both parts k-th powers), else None."""
+    def fn(x: F):
+        if x < 0:
+            return None
+        parts = []
+        for q in (x.numerator, x.denominator):
+            r = next((c for c in range(int(round(q ** (1 / k))) - 2, int(round(q ** (1 / k))) + 3)
+                      if c >= 0 and c ** k == q), None)
+            if r is None:
+                return None
+            parts.append(r)
+        return F(parts[0], parts[1])
+    return fn
 
 
 def unary(fn: Callable[[F], F], neg_doubt: bool = False):
@@ -142,8 +171,10 @@ BINARY = [
     ("{A} times {B}", mul, "expr"), ("{A} * {B}", mul, "expr"), ("{A} multiplied by {B}", mul, "expr"),
     ("the product of {A} and {B}", mul, "expr"),
     ("{A} divided by {B}", div, "expr"), ("{A} / {B}", div, "expr"), ("{A} over {B}", div, "expr"),
-    ("the quotient of {A} and {B}", div, "expr"), ("the quotient of {A} divided by {B}", div, "expr"),
-    ("the quotient when {A} is divided by {B}", div, "expr"),
+    ("the quotient of {A} and {B}", quotient, "expr"), ("the quotient of {A} divided by {B}", quotient, "expr"),
+    ("the quotient when {A} is divided by {B}", quotient, "expr"),
+    ("the mean of {A} and {B}", mean, "expr"), ("the average of {A} and {B}", mean, "expr"),
+    ("the arithmetic mean of {A} and {B}", mean, "expr"), ("{A} raised to the power {B}", power, "expr"),
     ("{A} to the power of {B}", power, "expr"), ("{A} ^ {B}", power, "expr"),
     ("{A} raised to the power of {B}", power, "expr"), ("{A} raised to {B}", power, "expr"),
     ("{A} to the power {B}", power, "expr"),
@@ -156,7 +187,7 @@ BINARY = [
     ("increase {A} by {B}", change(1), "cmd"), ("raise {A} by {B}", change(1), "cmd"),
     ("decrease {A} by {B}", change(-1), "cmd"), ("reduce {A} by {B}", change(-1), "cmd"),
     ("cut {A} by {B}", change(-1), "cmd"), ("lower {A} by {B}", change(-1), "cmd"),
-    ("raise {A} to the power of {B}", power, "cmd"),
+    ("raise {A} to the power of {B}", power, "cmd"), ("raise {A} to the power {B}", power, "cmd"),
 ]
 UNARY = [
     ("{A} squared", unary(lambda x: x ** 2, True), "expr"), ("{A} cubed", unary(lambda x: x ** 3, True), "expr"),
@@ -164,6 +195,18 @@ UNARY = [
     ("{A} to the third power", unary(lambda x: x ** 3, True), "expr"),
     ("{A} to the 4th power", unary(lambda x: x ** 4, True), "expr"),
     ("the third power of {A}", unary(lambda x: x ** 3), "expr"),
+    ("{A} to the zeroth power", unary(lambda x: x ** 0, True), "expr"),
+    ("{A} to the first power", unary(lambda x: x, True), "expr"),
+    ("the negative of {A}", unary(lambda x: -x), "expr"), ("the opposite of {A}", unary(lambda x: -x), "expr"),
+    ("the additive inverse of {A}", unary(lambda x: -x), "expr"),
+    ("the reciprocal of {A}", unary(lambda x: 1 / x), "expr"),
+    ("the multiplicative inverse of {A}", unary(lambda x: 1 / x), "expr"),
+    ("negate {A}", unary(lambda x: -x), "cmd"),
+    ("the square root of {A}", unary(root(2)), "expr"), ("the cube root of {A}", unary(root(3)), "expr"),
+    ("the fourth root of {A}", unary(root(4)), "expr"), ("sqrt({A})", unary(root(2)), "expr"),
+    ("\u221a{A}", lambda a, b=None: None if a.kind in ("neg", "pct", "fdig", "mixed", "mixedw") or " " in a.text
+     else root(2)(a.value), "expr"),  # \u221a1/3, \u221a2 1/2: where does the root end?
+    ("the absolute value of {A}", unary(abs), "expr"), ("|{A}|", unary(abs), "expr"), ("abs({A})", unary(abs), "expr"),
     ("twice {A}", unary(lambda x: 2 * x), "expr"), ("double {A}", unary(lambda x: 2 * x), "expr"),
     ("triple {A}", unary(lambda x: 3 * x), "expr"), ("thrice {A}", unary(lambda x: 3 * x), "expr"),
     ("{A} doubled", unary(lambda x: 2 * x), "expr"), ("{A} tripled", unary(lambda x: 3 * x), "expr"),
@@ -194,7 +237,7 @@ GERUND = {"add": "adding", "sum": "summing", "put": "putting", "subtract": "subt
           "take": "taking", "multiply": "multiplying", "divide": "dividing", "increase": "increasing",
           "raise": "raising", "decrease": "decreasing", "reduce": "reducing", "cut": "cutting",
           "lower": "lowering", "double": "doubling", "triple": "tripling", "halve": "halving",
-          "square": "squaring", "cube": "cubing"}
+          "square": "squaring", "cube": "cubing", "negate": "negating"}
 # the unknown, then an operation on it: "What number, when increased by a quarter, gives 80?"
 EQUATIONS = [
     ("What number, when added to {B}, gives 80?", lambda b: (None if b.kind == "pct" else 80 - b.value)),
@@ -354,6 +397,7 @@ def test_every_phrase_of_the_grammar_has_a_row():
     templates = templates.lower()
     phrases = {" ".join(p) for p, *_ in key_parse.ADD_OPS} | {" ".join(p) for p, *_ in key_parse.MUL_OPS}
     phrases |= {" ".join(p) for p in key_parse.POW_WORDS} | {w for w in key_parse.POSTFIX if w.isalpha()}
+    phrases |= {" ".join(p) for p in key_parse.OF_WORDS}
     phrases |= set(key_parse.SCALED) | {" ".join(p) for p in key_parse.SCALE_OF} | set(key_parse.TIMES_OF)
     phrases |= {v for v in key_parse.VERBS} | {g for g, _ in GERUND.items()}
     missing = sorted(p for p in phrases if p not in templates and p not in ("\u00f7",))

@@ -117,12 +117,15 @@ from functools import lru_cache
 
 from galahad.flywheel.problems import key_grammar, key_tree
 from galahad.flywheel.problems.key_frames import readings
-from galahad.flywheel.problems.key_lexer import Refuse, admissible, tokenize
+from galahad.flywheel.problems.key_lexer import Refuse, admissible, rewrite, tokenize
 
 # k1: the sympy reader; k2: read "3/4 divided by 2/3" as 3/4/2/3; k3: read "increase 60 by a third" as
 # 60 + 1/3 and numerals unfolded (a third != 1/3 != 0.333.., 5*5*5 != 5^3). A stored key of an older
-# version is recomputed (catalog.ensure_keys), so no key of a misread text survives.
-KEY_VERSION = "k4"
+# version is recomputed (catalog.ensure_keys), so no key of a misread text survives. k5: a relative change
+# is keyed as its part ("increase 75 by a third" = 75 + 75/3, as "75 plus a third of 75"), "the quotient of
+# 62 and 4" (15 or 15.5) is no longer keyed; roots, mixed numbers, LaTeX, units, remainders, rounding and
+# function/variable chains are read (see the docstring).
+KEY_VERSION = "k5"
 MAX_KEYED_READINGS = 4  # readings with different keys compared by value before a text is refused
 MAX_CHARS = 300  # checked first: a longer text is no arithmetic one-liner, no key
 
@@ -145,8 +148,8 @@ def _reading_key(r: tuple) -> str | None:
         tree = r[1]
         if (tree[0] == "n" and tree[2].denominator == 1) or key_tree.has_var(tree):
             return None  # a bare whole number is no problem to recall ("What is 6/8?" is: 3/4)
-        if _root_power(tree):
-            return None  # 2 to the power of 0.5: no rational value, so no key
+        if _root_power(tree) and key_tree.value(tree) is None:
+            return None  # 2 to the power of 0.5: no rational value, so no key (49^(1/2), √49: 7, keyed)
         k = "e:" + key_tree.key(tree)
     else:
         form = key_tree.equation_form(r[1], r[2])
@@ -207,7 +210,7 @@ def _work_and_key(text: str) -> tuple[int | None, tuple[str, tuple] | None]:
     if t is None:
         return None, None
     try:
-        toks = tokenize(t)
+        toks = tokenize(rewrite(t))
     except Refuse:
         return None, None
     work = [0]

@@ -65,9 +65,11 @@ def EQ(*rels: str):
 
 PRE = L("", "please", "state the final answer to the following arithmetic problem :",
         "solve the following multiplication :", "solve the following :", "solve the following problem :",
-        "question :", "problem :", "q :")
+        "question :", "problem :", "q :", "quick question :", "quick question", "question", "hey ,", "hi ,",
+        "hey", "hi")
 TRAILERS = L("", "give only the result as your final answer", "only reply with the final value", "a :",
-             "answer :")
+             "answer :", "thanks", "thanks !", "thank you", "thank you !", ", please", "please", ", thanks",
+             ", thanks !")
 END = [L("", "?", "."), TRAILERS, L("", ".")]
 ASK = L("what is", "what's", "whats", "how much is", "calculate", "compute", "evaluate", "find", "work out",
         "determine", "give", "tell me", "solve", "what is the value of", "what's the value of",
@@ -86,6 +88,9 @@ LEFT = L("what is left", "what's left", "how much is left", "what remains", "wha
          "what number do you get")
 AND_TELL = L("and tell me the result", "and tell me the answer", "and give the result", "and give the answer",
              "and state the result", "and state the answer", "and write the result", "and write the answer")
+AS_FRACTION = L("an improper fraction", "a fraction", "a simplified fraction", "a fraction in simplest form",
+                "a fraction in lowest terms", "simplest form", "lowest terms", "a common fraction",
+                "an improper fraction in simplest form", "a simple fraction")
 EQF = EQ("=", "equals", "is equal to")
 EQI = EQ("=", "equals", "is equal to", "is")
 RELS = ("=", "equals", "is", "is equal to", "gives", "makes", "gives you", "results in", "yields", "will give")
@@ -100,8 +105,9 @@ ASKN = L("what is the number", "what's the number", "find the number", "what is 
          "find that number", "what number is it", "what is it")
 
 EXPR_FRAMES = [
-    [PRE, ASK, COLON, E, *END],
-    [PRE, E, L("=", "= ?", "= what", "equals", "equals what", "equals ?", "is what", "is"), *END],
+    [PRE, POLITE, ASK, COLON, E, *END],
+    [PRE, E, L("=", "= ?", "= what", "equals", "equals what", "equals ?", "is what", "is", "is what number",
+               "equals what number", "is equal to what", "is equal to what number", "= what number"), *END],
     [PRE, L("tell me what", "can you tell me what"), E, L("is", "equals"), *END],
     [PRE, E, *END],
     [PRE, L("what is", "what's"), E, L("equal to"), *END],
@@ -113,6 +119,9 @@ EXPR_FRAMES = [
     [PRE, POLITE, CMD, *END],
     [PRE, POLITE, CMD, L(".", ",", ";", ""), LEFT, *END],
     [PRE, POLITE, CMD, AND_TELL, *END],
+    # the same number in another form: the value is the answer ("Convert 4 7/8 to an improper fraction")
+    [PRE, POLITE, L("convert", "write", "express", "change", "rewrite", "put", "give", "what is", "what's"), E,
+     L("as", "to", "into", "in"), AS_FRACTION, *END],
 ]
 EQ_FRAMES = [  # (kind, parts); the unknown is the Grammar's one-letter var
     ("q", [PRE, L("solve for"), V, L("", ":", ",", "in", "in the equation", "if", "given"), COLON,

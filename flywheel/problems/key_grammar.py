@@ -31,6 +31,8 @@ loaded machine, while normal texts take at most ~250 steps.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from galahad.flywheel.problems import key_tree as T
 from galahad.flywheel.problems.key_lexer import (
     Refuse,
@@ -58,6 +60,8 @@ from galahad.flywheel.problems.key_parse import (
 )
 from galahad.flywheel.problems.key_phrases import Phrases, change, nonwhole, relative
 
+ROOT_SIGNS = {"\u221a": 2, "\u221b": 3, "\u221c": 4}
+ROOT_WORDS = {"sqrt": 2, "cbrt": 3}
 MAX_STEPS = 3_000  # grammar and normal-form steps for one text, every mode together (normal texts: < 300)
 _SIGNS = ("-", "negative")  # unary signs between an operator and a fraction: "divided by -3/4"
 _BINDS_BEFORE = ("/", "^", "\u00f7")  # symbols before `a/b` whose standard reading splits it: 6/2/3, 2^3/4
@@ -323,6 +327,8 @@ class Grammar(Phrases):
         for e, base in self.Postfix(i):
             out.append((e, base))
             self.tick()
+            if base.cls == "open":
+                continue  # the negative of 2^4: a power after an open word is inside its scope
             for e1, _, word in self.ops_at("pow", _POW_OPS, e):
                 for e2, ex in self.Unary(e1):  # 2^3^2, 3 squared ^ 2: chained powers
                     chained = base.cls != "atom" or ex.cls in ("pow", "post")
@@ -363,6 +369,7 @@ class Grammar(Phrases):
             out.append((i + 3, Parse(_doubt_if(frac[0] == "doubt", tree), frac=True)))
         elif tok.kind == "num":
             out.append((i + 1, Parse(T.num(tok.value))))
+            out += self.mixed_digits(i)
             # 15%, 15 percent: a number only inside a construct that says what it is a percentage of
             # ("15% of 60", "increase 60 by 15%"); anywhere else ("60 + 10%": 60.1 or 66?) it is a doubt
             if self.lit(i + 1, ("%",)) or self.lit(i + 1, ("percent",)):
@@ -371,6 +378,11 @@ class Grammar(Phrases):
             for e, v in number_words(self.t, i):
                 point = point_digits(self.t, e)  # three point two five
                 out.append((e, Parse(T.num(v))) if point is None else (point[0], Parse(T.num(v + point[1]))))
+            out += self.mixed_words(i)
+            if tok.text in ROOT_WORDS and self.lit(i + 1, ("(",)):  # sqrt(169), cbrt(27)
+                out += self.root_of(i + 1, ROOT_WORDS[tok.text])
+            if tok.text == "abs" and self.lit(i + 1, ("(",)):  # abs(-13)
+                out += [(e, Parse(T.absolute(a.tree))) for e, a in self.Atom(i + 1)]
             for e, a, b in fraction_words(self.t, i):  # three quarters, a half ("a half" with the unknown a: doubt)
                 tree = _doubt_if(tok.text == "a" and self.var == "a", T.ratio(a, b))
                 out.append((e, Parse(tree, frac=True, kind="fw")))
@@ -381,5 +393,52 @@ class Grammar(Phrases):
             for e, inner in self.E(i + 1):
                 if self.lit(e, (")",)):
                     out.append((e + 1, Parse(inner.tree)))
+        if tok.kind == "sym" and tok.text in ROOT_SIGNS:  # √49, ∛216, ∜2401, √(81 + 144)
+            out += self.root_of(i + 1, ROOT_SIGNS[tok.text])
+        if tok.kind == "sym" and tok.text == "|":  # |-13|
+            for e, inner in self.E(i + 1):
+                if self.lit(e, ("|",)):
+                    out.append((e + 1, Parse(T.absolute(inner.tree))))
         out += self.noun_phrase(i)
+        return out
+
+    def root_of(self, i: int, k: int) -> list[tuple[int, Parse]]:
+        """The k-th root of the atom at i, as the power 1/k ("√49" is 49^(1/2)). Tight: never a power's base
+        (√4^2 is a doubt) and never given a postfix (√4² is no reading); a number right before an unspaced
+        `/` (√1/25: 1/5 or 1/25?) is a doubt."""
+        out = []
+        for e, a in self.Atom(i):
+            slash = e < self.n and self.t[e].text == "/" and self.t[e].kind == "sym" and not self.t[e].sp
+            doubtful = slash and a.tree[0] == "n" and self.t[i].kind == "num"
+            out.append((e, Parse(_doubt_if(doubtful, T.power(a.tree, T.num(Fraction(1, k)))), "post")))
+        return out
+
+    def mixed_digits(self, i: int) -> list[tuple[int, Parse]]:
+        """`2 7/8`: a whole number, a space, a proper fraction (unspaced slash) is the mixed number 23/8. Not
+        after a `/`, `^` or a number (1/2 3/4), and a doubt before a symbol that would bind into the fraction
+        (2 3/4^2, 2 3/4/5, 2 3/4(1))."""
+        t, n = self.t, self.n
+        if not (i + 3 < n and "." not in t[i].text and t[i + 1].kind == "num" and t[i + 1].sp
+                and t[i + 2].kind == "sym" and t[i + 2].text == "/" and not t[i + 2].sp
+                and t[i + 3].kind == "num" and not t[i + 3].sp and "." not in t[i + 1].text + t[i + 3].text):
+            return []
+        if i > 0 and t[i - 1].kind in ("num", "ord") or (t[i - 1].kind == "sym" and t[i - 1].text in "/^÷"):
+            return []
+        a, b = t[i + 1].value, t[i + 3].value
+        if not 0 < a < b:
+            return []
+        k = i + 4
+        binds = k < n and ((t[k].kind == "sym" and t[k].text in ("^", "/", "(", "²", "³"))
+                           or (t[k].kind in ("num", "word") and not t[k].sp))
+        return [(k, Parse(_doubt_if(binds, T.num(t[i].value + a / b)), frac=True))]
+
+    def mixed_words(self, i: int) -> list[tuple[int, Parse]]:
+        """"four and seven eighths", "two and a half": a whole number in words, 'and', a proper fraction in
+        words is one number (in a list "the product of two and a half and four" stays a doubt: List)."""
+        out = []
+        for e, v in number_words(self.t, i):
+            if self.lit(e, ("and",)):
+                for e2, a, b in fraction_words(self.t, e + 1):
+                    if a < b:
+                        out.append((e2, Parse(T.num(v + Fraction(a, b)), frac=True)))
         return out

@@ -21,7 +21,8 @@ MAX_DIGITS = 30  # digits in one numeric literal (a longer one is no school arit
 MAX_TOKENS = 120
 
 # ASCII printable, whitespace, and a few math glyphs; anything else (lone surrogates, NUL, emoji, ...) -> no key
-_ALLOWED = re.compile(r"[\x20-\x7e\t\n\r\u00d7\u00f7\u00b7\u22c5\u2212\u2013\u00b2\u00b3\u2019]*")
+_ALLOWED = re.compile(r"[\x20-\x7e\t\n\r\u00d7\u00f7\u00b7\u22c5\u2212\u2013\u00b2\u00b3\u2019"
+                      r"\u221a\u221b\u221c\u2074\u00bc\u00bd\u00be\u2153-\u215e]*")
 _GLYPHS = {"\u00d7": "*", "\u00b7": "*", "\u22c5": "*", "\u2212": "-", "\u2013": "-", "**": "^", "\u2019": "'"}
 # "\u00f7" (division sign) stays its own token: it divides like `/`, but next to a `/` fraction ("6 \u00f7 2/3")
 # writers mean different things, and the grammar must be able to tell the two apart
@@ -49,6 +50,99 @@ class Tok(NamedTuple):
 
 def admissible(text: str) -> bool:
     return _ALLOWED.fullmatch(text) is not None
+
+
+# -- notation rewritten before tokenizing: LaTeX, vulgar fractions, root glyphs ----------------------------
+
+_VULGAR = {"\u00bd": "1/2", "\u2153": "1/3", "\u2154": "2/3", "\u00bc": "1/4", "\u00be": "3/4", "\u2155": "1/5",
+           "\u2156": "2/5", "\u2157": "3/5", "\u2158": "4/5", "\u2159": "1/6", "\u215a": "5/6", "\u215b": "1/8",
+           "\u215c": "3/8", "\u215d": "5/8", "\u215e": "7/8"}
+_VULGAR_RE = re.compile(r"(\d?)([" + "".join(_VULGAR) + r"])(?=(.?))")
+_ROOT_INDEX = {"2": "\u221a", "3": "\u221b", "4": "\u221c"}
+_TEX_WORDS = {"cdot": "*", "times": "*", "div": "\u00f7", "left": "", "right": "", "%": "%", ",": " ",
+              ";": " ", "!": "", " ": " ", ":": " ", "quad": " ", "qquad": " ", "pi": None}
+_MATH_DOLLARS = re.compile(r"\$([^$\s](?:[^$]*[^$\s])?)\$")  # $7^{3}$; never "$4 and $5" (a space inside)
+
+
+def _group(text: str, i: int) -> tuple[str, int]:
+    """The content of the brace group at text[i] ('{') and the index after it; Refuse when unbalanced."""
+    if i >= len(text) or text[i] != "{":
+        raise Refuse("latex: no group")
+    depth = 0
+    for j in range(i, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        if depth == 0:
+            return text[i + 1:j], j + 1
+    raise Refuse("latex: unbalanced")
+
+
+def _detex(text: str) -> str:
+    """LaTeX as the reader's notation: \\frac{a}{b} is ((a)/(b)) (a digit right before it makes a mixed
+    number, digits only: 6\\frac{1}{2} is 6 1/2), \\sqrt{x} and \\sqrt[3]{x} are roots, \\cdot and \\times
+    are *, \\div is \u00f7, \\left( \\right) and spacing commands drop, braces group. Any other command: Refuse."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "{":
+            inner, i = _group(text, i)
+            out.append("(" + _detex(inner) + ")")
+        elif c == "}":
+            raise Refuse("latex: unbalanced")
+        elif c != "\\":
+            out.append(c)
+            i += 1
+        else:
+            m = re.match(r"[a-z]+|.", text[i + 1:])
+            if m is None:
+                raise Refuse("latex: lone backslash")
+            cmd, i = m.group(), i + 1 + m.end()
+            if cmd in ("frac", "dfrac", "tfrac"):
+                a, i = _group(text, i)
+                b, i = _group(text, i)
+                a, b = _detex(a).strip(), _detex(b).strip()
+                if out and out[-1][-1:].isdigit():  # 6\frac{1}{2}: a mixed number, or nothing
+                    if not (a.isdigit() and b.isdigit()):
+                        raise Refuse("latex: mixed number")
+                    out.append(f" {a}/{b}")
+                elif a.isdigit() and b.isdigit():
+                    out.append(f"({a}/{b})")
+                else:
+                    out.append(f"(({a})/({b}))")
+            elif cmd == "sqrt":
+                index = "2"
+                if i < n and text[i] == "[":
+                    j = text.find("]", i)
+                    index, i = (text[i + 1:j].strip(), j + 1) if j > 0 else ("", i)
+                if index not in _ROOT_INDEX:
+                    raise Refuse("latex: root index")
+                x, i = _group(text, i)
+                out.append(f"{_ROOT_INDEX[index]}({_detex(x)})")
+            elif _TEX_WORDS.get(cmd) is not None:
+                out.append(_TEX_WORDS[cmd] if cmd not in ("left", "right") else "")
+            else:
+                raise Refuse("latex: unknown command")
+    return "".join(out)
+
+
+def rewrite(text: str) -> str:
+    """Notation the tokenizer reads, from a lower-cased whitelisted text: math `$...$` delimiters drop
+    (`$7^{3}$`; a currency `$4` stays, see key_units), LaTeX (see _detex), a vulgar fraction is its digits
+    (`\u215e` is 7/8, `2\u215e` the mixed number 2 7/8), `\u2074\u221a` is the fourth root `\u221c`, `\u00b3\u221a` `\u221b`.
+    Refuses (no key) what it cannot rewrite soundly."""
+    if "$" in text:
+        text = _MATH_DOLLARS.sub(lambda m: m.group(1), text)
+    if "\\" in text or "{" in text or "}" in text:
+        text = _detex(text)
+    if any(v in text for v in _VULGAR):
+        def frac(m):
+            if m.group(3) and (m.group(3).isalnum() or m.group(3) in "/^("):
+                raise Refuse("vulgar fraction glued to what follows")
+            return (m.group(1) + " " if m.group(1) else "") + _VULGAR[m.group(2)]
+        text = _VULGAR_RE.sub(frac, text)
+    text = text.replace("\u2074\u221a", "\u221c").replace("\u00b3\u221a", "\u221b").replace("\u00b2\u221a", "\u221a")
+    if "\u2074" in text:
+        raise Refuse("superscript four")
+    return text
 
 
 def _ordinal_ok(n: int, suffix: str) -> bool:
@@ -110,7 +204,7 @@ TEENS = {w: 10 + i for i, w in enumerate(("ten", "eleven", "twelve", "thirteen",
 TENS = {w: 20 + 10 * i for i, w in enumerate(("twenty", "thirty", "forty", "fifty", "sixty", "seventy",
                                               "eighty", "ninety"))}
 SCALES = (("billion", 10 ** 9), ("million", 10 ** 6), ("thousand", 10 ** 3))
-ORDINAL_WORDS = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+ORDINAL_WORDS = {"zeroth": 0, "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
                  "ninth": 9, "tenth": 10}
 NUMBER_WORDS = set(UNITS) | set(TEENS) | set(TENS) | {"hundred", "and", "a"} | {s for s, _ in SCALES}
 

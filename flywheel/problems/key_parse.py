@@ -23,6 +23,7 @@ MAX_DEPTH = 90  # nested rule computations (about 15 levels of brackets or open-
 class Parse(NamedTuple):
     tree: tuple
     cls: str = "atom"  # the unparenthesized top: atom | post (tight power) | wpost (24 doubled) | pow | mul | add
+    # | open (a word whose operand runs on to the right, "the negative of 2^4": never a power's base)
     word: bool = False  # its top-level chain uses a word operator
     rev: bool = False  # its top operator takes its operands in reversed order ("3 less than 8")
     div: int = 0  # its top-level product chain contains a division: 1 written `/` or `÷`, 2 in words
@@ -46,14 +47,17 @@ MUL_OPS = [(p, k, w) for ps, k, w in (
     (_p("*"), "*", False), (_p("/", "\u00f7"), "/", False),
     (_p("times", "multiplied by"), "*", True), (_p("divided by", "over"), "/", True),
 ) for p in ps]
-POW_WORDS = _p("to the power of", "raised to the power of", "raised to", "to the power")
+POW_WORDS = _p("to the power of", "raised to the power of", "raised to", "to the power", "raised to the power")
 ORD_POW = _p("to the", "raised to the")
 POSTFIX = {"squared": 2, "cubed": 3, "\u00b2": 2, "\u00b3": 3}
 SCALED = {"doubled": (2, 1), "tripled": (3, 1), "halved": (1, 2)}  # "24 doubled": a word, so not tight
 TIGHT = ("atom", "post")
 # The word operators around a symbolic fraction `3/4` (key_grammar.Grammar.frac_mode): phrases that may end
 # right before it, and phrases that may start right after it.
-WORD_OPS_BEFORE = {p for p, _, w, _ in ADD_OPS if w} | {p for p, _, w in MUL_OPS if w} | set(POW_WORDS)
+OF_WORDS = _p("negative of", "opposite of", "additive inverse of", "reciprocal of", "multiplicative inverse of",
+              "square root of", "cube root of", "fourth root of", "absolute value of")
+WORD_OPS_BEFORE = ({p for p, _, w, _ in ADD_OPS if w} | {p for p, _, w in MUL_OPS if w} | set(POW_WORDS)
+                   | set(OF_WORDS))  # "the reciprocal of 4/11" is 11/4
 WORD_OPS_AFTER = (WORD_OPS_BEFORE | set(ORD_POW) | {(w,) for w in POSTFIX if w.isalpha()}
                   | {(w,) for w in SCALED})
 SCALE_OF = {("half", "of"): 2, ("one", "half", "of"): 2, ("a", "third", "of"): 3, ("one", "third", "of"): 3,
@@ -124,11 +128,11 @@ def rule(fn):
 VERBS = {"add": "add", "sum": "add", "put": "put", "minus": "subtract", "subtract": "subtract", "take": "take",
          "multiply": "multiply", "divide": "divide", "increase": "increase", "decrease": "decrease",
          "reduce": "decrease", "cut": "decrease", "lower": "decrease", "raise": "raise", "double": "double", "triple": "triple", "halve": "halve",
-         "square": "square", "cube": "cube"}  # imperative -> the action it names (Phrases.Action)
+         "square": "square", "cube": "cube", "negate": "negate"}  # imperative -> the action it names (Phrases.Action)
 GERUNDS = {"adding": "add", "summing": "add", "putting": "put", "subtracting": "subtract", "taking": "take",
            "multiplying": "multiply", "dividing": "divide", "increasing": "increase", "decreasing": "decrease",
            "reducing": "decrease", "cutting": "decrease", "lowering": "decrease", "raising": "raise", "doubling": "double", "tripling": "triple",
-           "halving": "halve", "squaring": "square", "cubing": "cube"}
+           "halving": "halve", "squaring": "square", "cubing": "cube", "negating": "negate"}
 UNARY_ACTIONS = {"double": lambda t: T.mul(T.num(2), t), "triple": lambda t: T.mul(T.num(3), t),
                  "halve": lambda t: T.div(t, T.num(2)), "square": lambda t: T.power(t, T.num(2)),
-                 "cube": lambda t: T.power(t, T.num(3))}
+                 "cube": lambda t: T.power(t, T.num(3)), "negate": T.opposite}

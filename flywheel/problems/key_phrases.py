@@ -56,6 +56,27 @@ class Phrases:
                 for e2, items, _ in self.List(e):  # two items: "seven and a half" would be one
                     if len(items) == 2:
                         out.append((e2, Parse(self._two(head, items[0].tree, _closed(items[1])))))
+        for head in ("negative", "opposite", "additive inverse"):  # the negative of 2^4: -(2^4)
+            e = self.lit(j, (*head.split(), "of")) if j > i else None
+            if e is not None:
+                out += [(e2, Parse(T.opposite(_tight(x)), "open")) for e2, x in self.E(e)]
+        for head, k in (("square root", 2), ("cube root", 3), ("fourth root", 4)):  # the square root of 49
+            e = self.lit(j, (*head.split(), "of"))
+            if e is not None:
+                out += [(e2, Parse(T.power(_tight(x), T.num(Fraction(1, k))), "open")) for e2, x in self.E(e)]
+        e = self.lit(j, ("absolute", "value", "of"))
+        if e is not None:  # the absolute value of -13
+            out += [(e2, Parse(T.absolute(_tight(x)), "open")) for e2, x in self.E(e)]
+        for head in ("reciprocal", "multiplicative inverse"):  # the reciprocal of 4/11: 1 / (4/11)
+            e = self.lit(j, (*head.split(), "of")) if j > i else None
+            if e is not None:
+                out += [(e2, Parse(T.div(T.num(1), _tight(x)), "open")) for e2, x in self.E(e)]
+        for head in ("mean", "average", "arithmetic mean"):  # the mean of 39, 26, 49 and 4: their sum / 4
+            e = self.lit(j, (*head.split(), "of")) if j > i else None
+            if e is not None:
+                out += [(e2, Parse(self.built(T.div(T.add(*(p.tree for p in items[:-1]), _closed(items[-1])),
+                                                    T.num(len(items))))))
+                        for e2, items, _ in self.List(e, commas=True)]
         for head, k in (("square", 2), ("cube", 3)):
             e = self.lit(j, (head, "of"))
             if e is not None:
@@ -65,13 +86,13 @@ class Phrases:
             for e1, a in self.E(e):
                 e2 = self.lit(e1, ("divided", "by"))
                 if e2 is not None:
-                    out += [(e3, Parse(T.div(a.tree, _closed(b)))) for e3, b in self.E(e2)]
+                    out += [(e3, Parse(self.quotient(a.tree, _closed(b)))) for e3, b in self.E(e2)]
         e = self.lit(j, ("quotient", "when"))
         if e is not None:  # the quotient when A is divided by B
             for e1, a in self.E(e):
                 e2 = self.lit(e1, ("is", "divided", "by"))
                 if e2 is not None:
-                    out += [(e3, Parse(T.div(a.tree, _closed(b)))) for e3, b in self.E(e2)]
+                    out += [(e3, Parse(self.quotient(a.tree, _closed(b)))) for e3, b in self.E(e2)]
         if j > i and j + 1 < self.n and self.lit(j + 1, ("power", "of")):  # the 3rd power of A
             n = self.ordinal(j)
             if n is not None:
@@ -120,9 +141,21 @@ class Phrases:
         tok = self.t[i]
         return tok.value if tok.kind == "ord" else ORDINAL_WORDS.get(tok.text) if tok.kind == "word" else None
 
+    def quotient(self, a: tuple, b: tuple) -> tuple:
+        """'the quotient of a and b': a / b, but for whole a and b that b does not divide school books mean
+        the whole-number quotient (62 and 4: 15, remainder 2) and others the exact one (15.5): a doubt.
+        Like "the difference", only for short operands (comparing them is an evaluation)."""
+        if len(a[1]) + len(b[1]) > MAX_COMPARED_KEY_CHARS:
+            return T.doubt(T.div(a, b))
+        va, vb = self.value_of(a), self.value_of(b)
+        if va is None or vb is None or vb == 0:
+            return T.doubt(T.div(a, b))
+        inexact = va.denominator == 1 and vb.denominator == 1 and va % vb != 0
+        return _doubt_if(inexact, T.div(a, b))
+
     def _two(self, head: str, a: tuple, b: tuple) -> tuple:
         if head == "quotient":
-            return T.div(a, b)
+            return self.quotient(a, b)
         # 'the difference of/between a and b': a - b or |a - b|; only where both readings agree (a >= b),
         # and only for small operands: comparing them is the one evaluation while keying, and stays cheap
         if len(a[1]) + len(b[1]) > MAX_COMPARED_KEY_CHARS:
@@ -130,7 +163,7 @@ class Phrases:
         va, vb = self.value_of(a), self.value_of(b)
         return _doubt_if(va is None or vb is None or va < vb, T.sub(a, b))
 
-    def List(self, i):
+    def List(self, i, commas: bool = False):
         """Every reading of 'A and B', 'A, B and C', 'A, B, and C', 'A and B and C' (two or more items), as
         (end, items, mixed). `mixed`: a whole number, 'and', then a fraction ("two and a half", "2 and 1/2")
         where a list of three or more items could also be read with a mixed number as one item: the
@@ -154,8 +187,8 @@ class Phrases:
                         m = mixed or (self.t[start - 1].text == "and" and p.frac and prev[0] == "n"
                                       and prev[2].denominator == 1 and prev[2] >= 0)
                         state = (e, items + (p,), new_mode, m)
-                        if new_mode in ("and", "last"):
-                            done.append(state)
+                        if new_mode in ("and", "last") or (commas and new_mode == "comma"):
+                            done.append(state)  # commas: "the mean of 39, 26, 49, 4" too
                         if new_mode != "last":
                             nxt.append(state)
             states = _dedupe(nxt, _items_key)
@@ -203,8 +236,9 @@ class Phrases:
             out += self._change_by(j, 1 if name == "increase" else -1)
         elif name == "raise":
             out += self._change_by(j, 1)  # raise 60 by 5, raise 60 by a third
-            for e, a, b in self._two_args(j, ("to", "the", "power", "of")):
-                out.append((e, T.power(a, b)))
+            for sep in (("to", "the", "power", "of"), ("to", "the", "power")):
+                for e, a, b in self._two_args(j, sep):
+                    out.append((e, T.power(a, b)))
             for e, a in self.E(j):  # raise 4 to the third (power), raise 4 to the 3rd power
                 e1 = self.lit(e, ("to", "the"))
                 n = self.ordinal(e1) if e1 is not None else None
@@ -249,6 +283,12 @@ class Phrases:
 
 
 
+def _tight(p: Parse) -> tuple:
+    """The tree of the operand of a word that takes the whole of a tight operand: a number, a bracket or a
+    power ("the negative of 2^4" is -(2^4): a power binds tighter than any word); a chain is a doubt."""
+    return p.tree if p.cls in ("atom", "post", "pow") or p.frac else T.doubt(p.tree)
+
+
 def nonwhole(t: tuple) -> bool:
     """The tree holds a literal that is no whole number, a division or a doubt (structurally: no value)."""
     if t[0] == "n":
@@ -257,8 +297,13 @@ def nonwhole(t: tuple) -> bool:
 
 
 def relative(a: tuple, f: tuple, sign: int) -> tuple:
-    """a changed by the fraction f of itself: a * (1 + f) or a * (1 - f)."""
-    return T.mul(a, T.add(T.num(1), f) if sign > 0 else T.sub(T.num(1), f))
+    """a changed by the fraction f (a literal) of itself: a + f of a, or a - f of a (k5: written as the
+    part, so "increase 75 by a third" and "75 plus a third of 75" share a key, "reduce 200 by 10%" and "200
+    minus 10% of 200" too)."""
+    if f[0] != "n":
+        return T.doubt(T.mul(a, f))
+    part = T.part_of(f[2], a)
+    return T.add(a, part) if sign > 0 else T.sub(a, part)
 
 
 def change(a: tuple, b, sign: int, how: str, decimal: bool = False) -> tuple:

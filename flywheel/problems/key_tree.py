@@ -142,6 +142,17 @@ def neg(t: tuple) -> tuple:
     return _node("-", (t,))
 
 
+def opposite(t: tuple) -> tuple:
+    """"The negative/opposite of t", "negate t": a negation kept as a node even for a literal (the opposite
+    of -6 is a question, `-(-6)`, not the bare number 6)."""
+    return _node("-", (t,))
+
+
+def absolute(t: tuple) -> tuple:
+    """|t|, abs(t)."""
+    return _node("|", (t,))
+
+
 def inv(t: tuple) -> tuple:
     return _node("/", (t,))  # never folded, not even for literals: 6 / 2 stays apart from 6 * 0.5
 
@@ -180,9 +191,32 @@ def _small(q: Fraction) -> Fraction | None:
     return q if q.numerator.bit_length() <= MAX_BITS and q.denominator.bit_length() <= MAX_BITS else None
 
 
+def _root(q: int, k: int) -> int | None:
+    """The whole k-th root of q >= 0, or None when q is no k-th power."""
+    r = round(q ** (1 / k)) if q.bit_length() < 1000 else None
+    if r is None:
+        lo, hi = 0, 1 << (q.bit_length() // k + 1)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (mid + 1, hi) if mid ** k < q else (lo, mid)
+        r = lo
+    for c in (r - 1, r, r + 1):
+        if c >= 0 and c ** k == q:
+            return c
+    return None
+
+
 def _pow(b: Fraction, e: Fraction) -> Fraction | None:
-    if e.denominator != 1 or abs(e) > MAX_EXPONENT:
-        return None  # irrational roots and towers are refused
+    if e.denominator != 1:  # a root: exact only for a k-th power of a non-negative base (49^(1/2) = 7)
+        k = e.denominator
+        if b < 0 or k > 64 or abs(e) > MAX_EXPONENT:
+            return None  # (-8)^(1/3): -2 in school, no real principal value elsewhere
+        num_r, den_r = _root(b.numerator, k), _root(b.denominator, k)
+        if num_r is None or den_r is None:
+            return None  # irrational
+        return _pow(Fraction(num_r, den_r), Fraction(e.numerator))
+    if abs(e) > MAX_EXPONENT:
+        return None  # towers are refused
     k = int(e)
     if b == 0:
         return None if k < 0 else Fraction(1 if k == 0 else 0)
@@ -236,6 +270,8 @@ def _value(t: tuple, x: Fraction | None, memo: dict | None) -> Fraction | None:
         return -vals[0]
     if kind == "/":
         return None if vals[0] == 0 else 1 / vals[0]
+    if kind == "|":
+        return abs(vals[0])
     if kind == "^":
         return _pow(vals[0], vals[1])
     return None
@@ -299,7 +335,7 @@ def equation_form(lhs: tuple, rhs: tuple) -> tuple[int, int] | None:
 
 # -- keys back into trees ---------------------------------------------------------------------------------
 
-_KEY_TOKEN = re.compile(r"-?\d+(?:/\d+)?|x|[+*\-/^]\(|,|\)")
+_KEY_TOKEN = re.compile(r"-?\d+(?:/\d+)?|x|[+*\-/^|]\(|,|\)")
 _EQ_KEY = re.compile(r"q:(\d+)x([+-]\d+)")
 
 
@@ -335,7 +371,7 @@ def _rebuild(kind: str, children: list) -> tuple:
     """A parsed key's node, through the constructors (a canonical key rebuilds to itself)."""
     if kind in "+*":
         return (add if kind == "+" else mul)(*children) if len(children) >= 2 else ("bad", "")
-    if kind in "-/":
+    if kind in "-/|":
         return _node(kind, children) if len(children) == 1 else ("bad", "")
     return _node(kind, children) if len(children) == 2 else ("bad", "")
 

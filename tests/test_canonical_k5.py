@@ -1,0 +1,69 @@
+"""k5 coverage of what people ask (issue 42 item 2d): each construct keys to its exact answer, paraphrases
+share a key, and the readings writers disagree on get none. Pure (no model, no catalog), quick tier."""
+
+from fractions import Fraction as F
+
+import pytest
+
+from galahad.flywheel.problems import canonical
+
+K, V = canonical.canonical_key, canonical.value
+
+GROUPS = [  # (answer, texts that must all key to one key with this value)
+    (180, ["Reduce 200 by 10%", "What is 200 minus 10% of 200?", "Decrease 200 by 10 percent."]),
+    (100, ["Increase 75 by a third.", "What is 75 plus a third of 75?", "What is a third more than 75?"]),
+    (70, ["Add a quarter of 56 to 56", "What is 56 increased by one quarter?", "What is a quarter more than 56?"]),
+    (79, ["What is 27 more than 52?", "27 more than 52 is what number?", "Quick question: 27 + 52"]),
+    (-16, ["Quick question: the negative of 2^4", "What is the opposite of 2^4?", "What is -(2^4)?"]),
+    (6, ["What is the opposite of -6?", "Negate -6."]),
+    (F(11, 4), ["Please find the multiplicative inverse of 4/11.", "What is the reciprocal of 4/11?", "1 / (4/11)"]),
+    (F(59, 2), ["Find the mean of 39, 26, 49 and 4.", "Calculate the arithmetic mean of 39, 26, 49, 4",
+                "What is the average of 39, 26, 49 and 4?"]),
+    (1, ["What is 646 to the zeroth power?", "646 RAISED TO THE POWER 0", "646**0"]),
+    (F(1, 81), ["Raise 1/3 to the power 4.", "What is (1/3)**4? Thanks!", "(1/3)^4"]),
+    (13, ["WHAT IS 169^(1/2)?", "sqrt(169)", "square root of 169", "What is the square root of 169?", "\u221a169",
+          "What is 169 to the power of 0.5?"]),
+    (F(1, 5), ["sqrt(1/25)", "What is the square root of 1/25?"]),
+    (7, ["\u2074\u221a2401", "2401^(1/4)", "What is the fourth root of 2401?", "\u221c2401"]),
+    (15, ["\u221a(81 + 144)", "sqrt(81+144)", "$\\sqrt{81 + 144}$"]),
+    (6, ["$\\sqrt[3]{216}$", "\u221b216", "What is the cube root of 216?", "cbrt(216)"]),
+    (343, ["$7^{3}$", "7^3?"]),
+    (16, ["$5\\%$ of $320$", "Q: 5% of 320 A:"]),
+    (F(13, 10), ["$\\frac{4}{5} + \\frac{2}{4}$", "4/5 + 2/4"]),
+    (F(2, 5), ["$\\frac{4}{5} \\cdot \\frac{2}{4}$", "4/5 * 2/4"]),
+    (32, ["$|-13| + 19$?", "abs(-13) + 19", "|-13| + 19"]),
+    (F(89, 6), ["$6\\frac{1}{2} + 8\\frac{1}{3}$", "Compute $6\\tfrac{1}{2}+8\\tfrac{1}{3}$", "6 1/2 + 8 1/3"]),
+    (F(625, 18), ["(4 1/6) * (8 1/3)", "What is 4 1/6 times 8 1/3"]),
+    (F(15, 2), ["2\u215e + 4\u215d", "2 7/8 + 4 5/8 = ?", "two and seven eighths plus four and five eighths"]),
+    (F(39, 8), ["Convert 4 7/8 to an improper fraction", "Can you write 4 7/8 as an improper fraction?",
+                "Express four and seven eighths as an improper fraction."]),
+    (F(9, 20), ["Please express 0.45 as a fraction.", "Write 0.45 as a simplified fraction"]),
+    (201, ["triple 67", "triple 67, please", "What is three times 67"]),
+]
+
+
+@pytest.mark.parametrize("answer,texts", GROUPS)
+def test_groups_key_alike_to_the_exact_answer(answer, texts):
+    keys = {t: K(t) for t in texts}
+    assert [t for t, k in keys.items() if k is None or V(k) != answer] == [], keys
+    assert len(set(keys.values())) == 1, keys
+
+
+REFUSED = [
+    "What is the quotient of 62 and 4?",  # 15 (remainder 2) or 15.5
+    "Find the quotient when 62 is divided by 4.", "What is the quotient of 62 divided by 4?",
+    "What is the square root of 81 plus 144?",  # sqrt(81) + 144 or sqrt(225)
+    "What is the negative of 2 + 4?", "\u221a4^2", "\u221a1/25", "\u221a4\u00b2", "sqrt(2)",
+    "What is 2 to the power of 0.5?", "What is (-8)^(1/3)?", "What is the square root of -4?",
+    "What is 1/2 3/4?", "What is 2 3/4^2?", "What is the product of two and a half and four?",
+    "$\\sqrt[5]{32}$", "$\\pi + 1$", "$3\\frac{x}{2}$",
+]
+
+
+@pytest.mark.parametrize("text", REFUSED)
+def test_what_writers_read_two_ways_gets_no_key(text):
+    assert K(text) is None, (text, K(text))
+
+
+def test_whole_quotients_stay_keyed():
+    assert V("What is the quotient of 24 and 2?") == 12 and V("What is the quotient of 3/4 and 2?") == F(3, 8)
