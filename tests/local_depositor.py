@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from galahad.flywheel.artifacts.store import LocalStore
+from galahad.flywheel.artifacts.store import LocalStore, open_store
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.learn.deposit import LibraryDeposits
 from galahad.workers.runtime import DEFAULT_RUNTIME
@@ -21,7 +21,7 @@ class LocalDepositor(LibraryDeposits):
 
         self.worker = Depositor(model, model_cache, runtime, store_path, chain_max_tokens)
         self.engine = self.worker.engine
-        super().__init__(Catalog(catalog_url), LocalStore(store_path), self.worker.deposit,
+        super().__init__(Catalog(catalog_url), open_store(store_path), self.worker.deposit,
                          fingerprints=self.worker.fingerprints)
 
 

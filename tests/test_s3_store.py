@@ -260,7 +260,6 @@ def test_a_corrupted_object_is_rebuilt_from_the_catalog_on_graft(seaweed, reques
 
     dep = LocalDepositor("tiny", model_cache, DEFAULT_RUNTIME, f"sqlite:///{tmp_path / 'c.sqlite3'}",
                          S3Store(_url(request), tmp_path / "dep-cache").root)
-    dep.store = S3Store(_url(request), tmp_path / "dep-cache")
     cat = dep.catalog
     try:
         text, answer = "What is 3 + 4?", "7"
