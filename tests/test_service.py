@@ -19,6 +19,7 @@ from serve_harness import GALAHAD, Served, seed_solution, serve_env, serving
 from galahad.flywheel.app.lock import run_lock
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.problems.golds import same_gold
 from galahad.flywheel.service.client import Client, ServiceError
 from galahad.flywheel.service.security import authorized, is_loopback, token_for
 
@@ -105,15 +106,18 @@ def test_solve_answers_through_the_solver(served):
     assert ans["runtime_fingerprint"] == lineage["artifact"]["runtime_fingerprint"]
     # the tiny model is random: whichever path answered, it decoded within its budget and said which
     assert ans["path"] in ("hash", "key", "similar", "transfer", "base") and 0 < ans["decode_tokens"] <= 12
-    assert ans["queued"] is False  # no gold answer: nothing to learn
+    assert ans["queued"] is False  # memory's own problem (already learned): nothing to learn
+    assert ans["computed"] == "5" and ans["verified"] is same_gold("5", ans["answer"])  # checked against its value
 
 
 def test_solve_with_gold_queues_the_problem_for_the_learner(served):
     text = "What is 4 + 4?"
     code, ans = served.json("POST", "/v1/solve", {"problem": text, "gold": "8"})
     assert code == 200 and ans["queued"] is True and ans["problem_id"] == problem_hash(text)
-    assert ans["verified"] is None  # not memory's answer: the caller's gold sets only matches_gold
-    assert ans["matches_gold"] in (True, False) and ans["gold_source"] is None
+    # not memory's answer: the caller's gold sets only matches_gold; the text's computed value (8) checks it
+    assert ans["verified"] is same_gold("8", ans["answer"]) and ans["computed"] == "8"
+    assert ans["matches_gold"] in (True, False)
+    assert ans["gold_source"] == ("computed" if ans["verified"] else None)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:  # the learner claims it and spends its budget (k=2)
         code, status = served.json("GET", f"/v1/problems/{ans['problem_id']}")

@@ -7,7 +7,11 @@ any forward: text sizes, NUL characters and lone surrogates (400), and a prompt 
 budget (`ServiceConfig.max_prompt_tokens`) or the model's context window (413). Problems reach the learner
 only through `app.intake.admit`: golds checked against computable values, conflicting golds refused (409),
 each gold recorded with who gave it (`api:<caller>:<source>`). `verified` is memory's word alone (the
-catalog's verified answer to this same problem); a caller's gold only ever sets `matches_gold`.
+catalog's verified answer to this same problem), or the check of the answer against the text's computed
+value where it has one (`Solver.check_computed`: True or False, never None; a wrong answer's `reason` names
+the value); a caller's gold only ever sets `matches_gold`. The service learns from use: a text with a
+computed value that memory did not answer as verified is queued for the learner with that value as its
+gold (`gold_source: computed`; `queued: true`).
 
 `Decoding` is how a caller asks the answer decoded (the OpenAI routes; `/v1/solve` asks the defaults): a
 cap on the tokens decoded (every route's decode, memory's and the base model's, stops there), `n` answers
@@ -174,9 +178,17 @@ class Answering:
         queued = False
         if gold is not None and not known:
             queued = self.queue(problem, gold)
+        elif ans.computed is not None and not known:  # learned from use: its computed value is its gold
+            try:
+                queued = self.queue(problem, ans.computed)
+            except GoldConflict as exc:  # the catalog holds another gold for it: answered, not queued
+                log.warning("problem %s not queued: %s", pid[:16], exc)
         first = choices[0]
         verified = _all([c["verified"] for c in choices])
-        return {"answer": first["answer"], "path": ans.path, "verified": verified,
+        reason = f"wrong: computed value is {ans.computed}" if verified is False and ans.computed else (
+            ans.reason if verified is False else None)
+        return {"answer": first["answer"], "path": ans.path, "verified": verified, "reason": reason,
+                "computed": ans.computed,
                 "matches_gold": _all([c["matches_gold"] for c in choices]),
                 "gold_source": ans.gold_source if verified else None,
                 "matched_problem": ans.matched_problem, "decode_tokens": sum(c["decode_tokens"] for c in choices),
@@ -211,6 +223,8 @@ class Answering:
             verdict = None  # not a recall of this same problem: memory has no word on it
             if route.gold is not None and route.path in ("hash", "key"):  # memory's answer, if whole; a recall
                 verdict = (True if text == a.answer and not ran_out else None) if a.verified else False  # not it
+            if ans.computed is not None:  # the text's value is computable: the answer returned is checked
+                verdict = False if verdict is False else same_gold(ans.computed, text)
             if verdict and (ran_out or text != a.answer):  # cut short (out of tokens, or by a stop): never true
                 verdict = None
             out.append({"answer": text, "finish_reason": finish, "verified": verdict,
