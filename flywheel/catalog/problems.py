@@ -20,16 +20,21 @@ from galahad.flywheel.catalog.schema import PROBLEM_STATUSES, TABLES
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems import canonical
 from galahad.flywheel.problems.records import problem_hash  # one definition of "the same problem"
+from galahad.flywheel.problems.scopes import SHARED
 from galahad.flywheel.problems.shapes import shape_hash
 
 P, KEY, SHAPE = TABLES["problems"], TABLES["problem_keys"], TABLES["problem_shapes"]
 
 
-def oldest_of_shape(shape_hash):
+def oldest_of_shape(shape_hash, scope: str | None = None):
     """The id of the oldest problem of a shape (a value or a bind parameter): one seek on its index,
-    `ix_problem_shapes_shape_hash` (what `classify` and `recalls.matches` ask)."""
-    return (select(SHAPE.c.problem_id).where(SHAPE.c.shape_hash == shape_hash)
-            .order_by(SHAPE.c.created_at, SHAPE.c.problem_id).limit(1).scalar_subquery())
+    `ix_problem_shapes_shape_hash` (what `classify` and `recalls.matches` ask). `scope`: only among the
+    problems that scope sees (its own and shared's: a tenant's view; None: every problem)."""
+    stmt = select(SHAPE.c.problem_id).where(SHAPE.c.shape_hash == shape_hash)
+    if scope is not None:
+        seen = [SHARED] if scope == SHARED else [scope, SHARED]
+        stmt = stmt.join(P, P.c.id == SHAPE.c.problem_id).where(P.c.scope.in_(seen))
+    return stmt.order_by(SHAPE.c.created_at, SHAPE.c.problem_id).limit(1).scalar_subquery()
 
 
 CLASSIFY = select(P.c.template, P.c.topic).where(P.c.id == oldest_of_shape(bindparam("shape_hash")))  # built once
@@ -169,10 +174,13 @@ class Problems(Part):
             conds.append(P.c.status == status)
         return conds
 
-    def classify(self, text: str) -> dict[str, Any] | None:
+    def classify(self, text: str, scope: str | None = None) -> dict[str, Any] | None:
         """The template and topic of the oldest catalog problem with `text`'s shape (numbers masked), or
-        None: one seek on the shape index, whatever the catalog's size."""
+        None: one seek on the shape index, whatever the catalog's size. `scope`: among what it sees only."""
         with self.engine.connect() as conn:
+            if scope is not None:
+                return one(conn.execute(select(P.c.template, P.c.topic)
+                                        .where(P.c.id == oldest_of_shape(shape_hash(text), scope))))
             return one(conn.execute(CLASSIFY, {"shape_hash": shape_hash(text)}))
 
     def groups(self) -> list[dict[str, Any]]:

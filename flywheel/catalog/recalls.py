@@ -92,7 +92,7 @@ class Recalls(Part):
         if shape_hash is not None:  # a recall row's columns, the problem's own filled: only template, topic are read
             cols = [c if c.table is P else cast(null(), String).label(c.name) for c in RECALLED]
             branches.append(select(*cols, P.c.created_at.label("p_at"), cast(null(), P.c.created_at.type).label("r_at"),
-                                   literal("shape").label("match")).where(P.c.id == oldest_of_shape(shape_hash)))
+                                   literal("shape").label("match")).where(P.c.id == oldest_of_shape(shape_hash, scope)))
         with self.engine.connect() as conn:
             found = rows(conn.execute(union_all(*branches) if len(branches) > 1 else branches[0]))
         out: dict[str, Any] = {kind: _first_per_problem([r for r in found if r["match"] == kind])

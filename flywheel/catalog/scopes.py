@@ -70,14 +70,27 @@ class ScopedLibraries(Libraries):
         return super().first_chain(own + [n for n in names if library_scope(n) == SHARED], fingerprints)
 
 
+class ScopedProblems(Problems):
+    """`problems` of one scope's routing: `classify` reads the oldest problem of a shape among what the scope
+    sees (another tenant's templates and topics never name this one's libraries)."""
+
+    def __init__(self, catalog, scope: str):
+        super().__init__(catalog)
+        self.scope = scope
+
+    def classify(self, text: str, scope: str | None = None) -> dict[str, Any] | None:
+        return super().classify(text, self.scope)
+
+
 class ScopedCatalog:
-    """A catalog as one tenant's routing sees it: `recalls` and `libraries` read its scope and shared's
-    only; everything else is the catalog's. What `Solver` is given for a tenant's solve."""
+    """A catalog as one tenant's routing sees it: `recalls`, `libraries` and `problems.classify` read its
+    scope and shared's only; everything else is the catalog's. What `Solver` is given for a tenant's solve."""
 
     def __init__(self, catalog, scope: str):
         self._base, self.scope = catalog, check_scope(scope)
         self.recalls = ScopedRecalls(catalog, scope)
         self.libraries = ScopedLibraries(catalog, scope)
+        self.problems = ScopedProblems(catalog, scope)
 
     def __getattr__(self, name: str):
         return getattr(self._base, name)

@@ -39,7 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_limit(a, "artifacts")
     a = cs.add_parser("show", parents=[common], help="one artifact (with lineage) or problem, by id or prefix")
     a.add_argument("id")
-    cs.add_parser("stats", parents=[common], help="counts, stored tokens and bytes")
+    a = cs.add_parser("stats", parents=[common], help="counts, stored tokens and bytes (per memory scope too, "
+                      "once tenants exist)")
+    a.add_argument("--tenant", default=None, metavar="NAME", help="what one tenant sees: its scope and shared's")
     cs.add_parser("libraries", parents=[common], help="libraries with chains, tokens, bytes and transfer gates")
     a = cs.add_parser("find", parents=[common], help="find problems by text, hash (prefix), topic or status")
     a.add_argument("text", nargs="?", default=None)
@@ -272,14 +274,25 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
     elif action == "show":
         _show(cat, args.id, as_json)
     elif action == "stats":
-        s = cat.stats()
+        if getattr(args, "tenant", None) is not None:  # one tenant's view (its scope and shared's)
+            if cat.tenants.get(args.tenant) is None:
+                raise GalahadError(f"unknown tenant {args.tenant[:60]!r}")
+            s = cat.scopes.stats(args.tenant)
+            s.pop("scope")
+        else:
+            s = cat.stats()
+            if cat.tenants.any():  # with tenants: each memory scope's own figures
+                s["scopes"] = cat.scopes.by_scope()
         if as_json:
             _json(s)
         else:
-            by_status = s.pop("by_status")
+            by_status, scopes = s.pop("by_status"), s.pop("scopes", None)
             for k, v in s.items():
                 print(f"{k:<16} {v:>14,}")
             print("by status        " + (", ".join(f"{k} {v:,}" for k, v in sorted(by_status.items())) or "-"))
+            if scopes:
+                _table(scopes, [("scope", 40), ("problems", 9), ("queued", 7), ("verified", 9), ("artifacts", 9),
+                                ("bytes", 14)])
     elif action == "libraries":
         from galahad.flywheel.catalog.gates import describe
 

@@ -46,6 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(default: as many as fill --batch-rows with one round each)")
     p.add_argument("--batch-rows", type=count(), default=sampling.batch_rows,
                    help=f"the batched sampler's most live rows (default {sampling.batch_rows})")
+    p.add_argument("--tenant", default=None, metavar="NAME",
+                   help="learn into this tenant's memory scope (`galahad tenants add`; default: shared)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_storage_args(p)
@@ -93,6 +95,18 @@ def run(args: argparse.Namespace) -> int:
         return _run(args, paths, catalog, store, items, lock)
 
 
+def _scope(catalog, tenant: str | None) -> str:
+    """The memory scope `--tenant` names: a tenant the catalog knows (revoked ones too: their memory
+    stays theirs), or shared without it."""
+    from galahad.flywheel.problems.scopes import SHARED
+
+    if tenant is None or tenant == SHARED:
+        return SHARED
+    if catalog.tenants.get(tenant) is None:
+        raise GalahadError(f"unknown tenant {tenant[:60]!r} (add it with `galahad tenants add {tenant[:60]}`)")
+    return tenant
+
+
 def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
     import ray
     from tqdm import tqdm
@@ -102,7 +116,8 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
     from galahad.flywheel.learn.loop import LoopConfig, summary
     from galahad.flywheel.problems.check import unchecked_golds, unchecked_line
 
-    admit(catalog, *items)  # conflicts with golds already in the catalog refuse the file, nothing started
+    scope = _scope(catalog, args.tenant)
+    admit(catalog, *items, scope=scope)  # conflicts with golds already in the catalog refuse the file, nothing started
     sampling = SamplingConfig(k=args.k, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
                               sampler=args.sampler, batch_rows=args.batch_rows)
     config = LoopConfig(limit=args.limit, sampling=sampling, round_size=args.round_size or LoopConfig.round_size,

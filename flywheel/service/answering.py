@@ -242,13 +242,15 @@ class Answering:
                  "top": [{"token": text([t]), "logprob": lp} for t, lp in s.top]}
                 for s in score(self.engine, self.solver.store, route, r.output_token_ids, how.logprobs or 0, greedy)]
 
+    scope = "shared"  # the memory scope golds go into (`problems.scopes.SHARED`; a tenant's: `tenancy.py`)
+
     def queue(self, problem: str, gold: str) -> bool:
         """Hand a problem with its gold answer to the learner; True when it is (now) waiting in the queue."""
         match = self.solver.classify(problem) or {}
         topic = match.get("topic") or API_SOURCE
         p = Problem(id=problem_hash(problem)[:16], problem=problem, answer=gold, topic=topic,
                     template=match.get("template") or topic, source=API_SOURCE)
-        pid = admit(self.catalog, [p], ["gold"], self.caller)[0]
+        pid = admit(self.catalog, [p], ["gold"], self.caller, scope=self.scope)[0]
         row = self.catalog.problems.by_hash(pid)
         return row is not None and row["status"] in QUEUED
 
@@ -268,7 +270,8 @@ class Answering:
                 raise GalahadError(f"problems[{i}]: duplicate id {p.id!r} (first at problems[{seen[p.id]}])")
             seen[p.id] = i
             problems.append(p)
-        ids = admit(self.catalog, problems, [f"problems[{i}]" for i in range(len(problems))], self.caller)
+        ids = admit(self.catalog, problems, [f"problems[{i}]" for i in range(len(problems))], self.caller,
+                    scope=self.scope)
         out = []
         for p, pid in zip(problems, ids, strict=True):
             row = self.catalog.problems.by_hash(pid)

@@ -46,7 +46,17 @@ from galahad.flywheel.service.binding import LOOPBACK, bind_replica_grpc_to
 from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics
 from galahad.flywheel.service.openai_protocol import Invalid, code_of, error_body, is_openai_path
 from galahad.flywheel.service.openai_routes import OpenAIRoutes, router
-from galahad.flywheel.service.security import authorized, caller_identity, is_loopback
+from galahad.flywheel.service.security import (
+    ADMIN,
+    OPEN_PATHS,
+    Caller,
+    caller_identity,
+    current_caller,
+    identify,
+    is_loopback,
+    set_caller,
+)
+from galahad.flywheel.service.tenancy import OverQuota, RateLimiter, TenantAnswering, stats_of
 
 API_VERSION = "1"
 SHA_HEADER = "X-Content-SHA256"
@@ -70,6 +80,10 @@ class Busy(GalahadError):
     """The replica already holds `max_queued_solves` solves (HTTP 503, Retry-After; 429 on the OpenAI routes)."""
 
 
+class AdminOnly(GalahadError):
+    """A route for the admin's token only (HTTP 403), asked with a tenant's."""
+
+
 def error(status: int, message: str, headers: dict | None = None, request: Request | None = None,
           code: str | None = None) -> JSONResponse:
     """`{"error": "..."}`; on the OpenAI routes (`request` given) OpenAI's `{"error": {"message", "type",
@@ -86,6 +100,10 @@ def status_of(exc: GalahadError) -> int:
         return 409
     if isinstance(exc, Busy):
         return 503
+    if isinstance(exc, OverQuota):
+        return 429
+    if isinstance(exc, AdminOnly):
+        return 403
     if isinstance(exc, Invalid):
         return 422
     return 404 if isinstance(exc, NotFound) else 413 if isinstance(exc, TooLarge) else 400
@@ -93,6 +111,8 @@ def status_of(exc: GalahadError) -> int:
 
 @app.exception_handler(GalahadError)
 async def galahad_error(request: Request, exc: GalahadError) -> JSONResponse:
+    if isinstance(exc, OverQuota):  # a tenant's quota: 429 with Retry-After on every route
+        return error(429, str(exc), {"Retry-After": str(exc.retry_after)}, request, "rate_limit_exceeded")
     return error(status_of(exc), str(exc), {"Retry-After": "1"} if isinstance(exc, Busy) else None, request,
                  "queue_full" if isinstance(exc, Busy) else code_of(exc))
 
@@ -123,18 +143,30 @@ async def guard(request: Request, call_next):
     threads = anyio.to_thread.current_default_thread_limiter()  # this event loop's; default 40
     if threads.total_tokens < replica.config.max_ongoing_requests + THREAD_HEADROOM:
         threads.total_tokens = replica.config.max_ongoing_requests + THREAD_HEADROOM  # a thread for every request
-    if not authorized(request.url.path, request.headers.get("authorization"), replica.token):
-        response = error(401, "missing or wrong bearer token (Authorization: Bearer <GALAHAD_API_TOKEN>)",
-                         request=request)
+    caller = await replica.identify(request)
+    refused = None
+    if caller is not None and not caller.admin:
+        try:
+            replica.limiter.admit(caller.tenant, caller.quotas.get("rpm"))
+        except OverQuota as exc:
+            refused = error(429, str(exc), {"Retry-After": str(exc.retry_after)}, request, "rate_limit_exceeded")
+    if caller is None:
+        response = error(401, "missing or wrong bearer token (Authorization: Bearer <GALAHAD_API_TOKEN>)"
+                         if not replica.tenants_exist else "missing or wrong bearer token (Authorization: Bearer "
+                         "<a tenant's token or GALAHAD_API_TOKEN>)", request=request)
+    elif refused is not None:
+        response = refused
     elif int(request.headers.get("content-length") or 0) > replica.config.max_body_bytes:
         response = error(413, f"request body over {replica.config.max_body_bytes} bytes", request=request)
     else:
+        set_caller(caller)  # the routes answer within this caller's view (`GalahadApi.view`)
         try:
             response = await call_next(request)
         except Exception as exc:  # never a traceback over HTTP
             response = error(500, f"internal error: {type(exc).__name__}", request=request)
     route = request.scope.get("route")
-    replica.metrics.request(getattr(route, "path", "unrouted"), response.status_code, time.perf_counter() - t0)
+    replica.metrics.request(getattr(route, "path", "unrouted"), response.status_code, time.perf_counter() - t0,
+                            None if caller is None or caller.admin else caller.tenant)
     return response
 
 
@@ -181,7 +213,29 @@ class GalahadApi(OpenAIRoutes):
         self.answering = Answering(engine_for(model, Paths.resolve(data), kernel_mode), catalog, open_store(store, ram_tier_bytes), config,
                                    caller=caller_identity(token))
         self.metrics = Metrics(catalog.stats, self.learner_state, self.answering.store.ram.stats)
+        self.tenants_exist = False  # once True, stays: tenants are revoked, never deleted (`catalog.tenants`)
+        self.limiter, self.solvers = RateLimiter(), {}  # per tenant: requests per minute; scoped solvers
         register_replica(self)
+
+    async def identify(self, request: Request) -> Caller | None:
+        """The request's caller (`security.identify`), or None (401). The catalog is read in the threadpool
+        (whether tenants exist, until one does; a tenant's row); `/healthz` reads nothing."""
+        path, header = request.url.path, request.headers.get("authorization")
+        if path in OPEN_PATHS:
+            return ADMIN
+        return await run_in_threadpool(self._identify, path, header)
+
+    def _identify(self, path: str, header: str | None) -> Caller | None:
+        tenants = self.answering.catalog.tenants
+        if not self.tenants_exist:
+            self.tenants_exist = tenants.any()
+        return identify(path, header, self.token, self.tenants_exist, tenants.get)
+
+    def view(self):
+        """`Answering` as this request's caller sees it: the admin's (every scope), or a tenant's
+        (`tenancy.TenantAnswering`: its scope and shared's, its quotas)."""
+        caller = current_caller()
+        return self.answering if caller.admin else TenantAnswering(self.answering, caller, self.solvers)
 
     def learner_state(self) -> dict:
         """The supervisor's state: `state` (running, starting, restarting, stopped; off without a learner;
@@ -217,7 +271,7 @@ class GalahadApi(OpenAIRoutes):
         self.solves += 1
         self.metrics.solving.inc()
         try:
-            out = await run_in_threadpool(self.answering.solve, problem, gold, decoding)
+            out = await run_in_threadpool(self.view().solve, problem, gold, decoding)
         finally:
             self.solves -= 1
             self.metrics.solving.dec()
@@ -227,27 +281,28 @@ class GalahadApi(OpenAIRoutes):
     @app.post("/v1/problems", response_model=SubmitResponse)
     async def submit(self, request: Request) -> dict:
         body = await json_body(request, self.config.max_body_bytes)
-        return {"problems": await run_in_threadpool(self.answering.submit, body)}
+        return {"problems": await run_in_threadpool(self.view().submit, body)}
 
     @app.get("/v1/problems/{problem_id}", response_model=ProblemStatus)
     def problem(self, problem_id: str) -> dict:
-        return self.answering.problem(problem_id)
+        return self.view().problem(problem_id)
 
     @app.get("/v1/catalog/stats")
     def stats(self) -> dict:
-        return self.answering.stats()
+        view = self.view()
+        return stats_of(view) if view is self.answering else view.stats()
 
     @app.get("/v1/catalog/find")
     def find(self, text: str) -> dict:
-        return {"problems": self.answering.find(text)}
+        return {"problems": self.view().find(text)}
 
     @app.get("/v1/artifacts/{artifact_id}")
     def artifact(self, artifact_id: str) -> dict:
-        return self.answering.artifact(artifact_id)
+        return self.view().artifact(artifact_id)
 
     @app.get("/v1/artifacts/{artifact_id}/blob")
     def blob(self, artifact_id: str) -> Response:
-        data, sha = self.answering.blob(artifact_id)
+        data, sha = self.view().blob(artifact_id)
         return Response(data, media_type="application/octet-stream", headers={SHA_HEADER: sha})
 
     @app.get("/healthz")
@@ -266,4 +321,26 @@ class GalahadApi(OpenAIRoutes):
 
     @app.get("/metrics")
     def metrics_text(self) -> Response:
-        return Response(self.metrics.render(), media_type=CONTENT_TYPE)
+        """The replica's metrics; a tenant's: its own request counts and its scope's catalog figures."""
+        caller = current_caller()
+        if caller.admin:
+            return Response(self.metrics.render(), media_type=CONTENT_TYPE)
+        return Response(self.metrics.render_tenant(caller.tenant, self.answering.catalog.scopes.stats(caller.tenant)),
+                        media_type=CONTENT_TYPE)
+
+    @app.post("/v1/memory/promote")
+    async def promote(self, request: Request) -> dict:
+        """The admin's: move a tenant's verified problem (and its artifacts) into shared, where every tenant
+        recalls it; `{"problem_id", "to": "shared"}`. Who and when are recorded (`catalog.scopes.promote`)."""
+        if not current_caller().admin:
+            raise AdminOnly("only the admin's token (GALAHAD_API_TOKEN) promotes memory")
+        body = await self.read_json(request)
+        if not isinstance(body, dict) or set(body) - {"problem_id", "to"} or not isinstance(body.get("problem_id"), str):
+            raise GalahadError('expected {"problem_id": "<64 hex>", "to": "shared"}')
+        if body.get("to", "shared") != "shared":
+            raise GalahadError('"to" must be "shared" (the only scope memory is promoted into)')
+        pid = body["problem_id"]
+        if self.answering.catalog.problems.by_hash(pid) is None:
+            raise NotFound(f"unknown problem {pid[:80]}")
+        out = await run_in_threadpool(self.answering.catalog.scopes.promote, pid, caller_identity(self.token))
+        return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in out.items()}

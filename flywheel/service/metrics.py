@@ -6,6 +6,8 @@ supervisor at scrape time (absent when the service runs without a learner), and 
 (`galahad_ram_tier_bytes` held of `galahad_ram_tier_capacity_bytes`, hits and misses; `serve --ram-tier`).
 
 Each replica keeps its own registry; the catalog and learner figures are global (one catalog, one learner).
+With tenants, requests are also counted per tenant (`galahad_tenant_requests_total{tenant, endpoint,
+status}`); a tenant's own `/metrics` (`render_tenant`) shows only its counts and its view's catalog figures.
 """
 
 from __future__ import annotations
@@ -86,6 +88,10 @@ class Metrics:
                                         buckets=BUCKETS, registry=self.registry)
         self.route_answers = Counter("galahad_route_answers", "answers by route (/v1/solve, the OpenAI routes) "
                                      "and answer path", ["endpoint", "path"], registry=self.registry)
+        # per tenant (requests with a tenant's token; none on a service without tenants): what a tenant's
+        # own `/metrics` shows of it, and what the admin's shows of every tenant
+        self.tenant_requests = Counter("galahad_tenant_requests", "HTTP requests by tenant", ["tenant", "endpoint", "status"],
+                                       registry=self.registry)
         self.solving = Gauge("galahad_solves_in_flight", "solves admitted by this replica (running or waiting "
                              "for the engine)", registry=self.registry)
         self.registry.register(_CatalogFigures(catalog_stats))
@@ -94,9 +100,11 @@ class Metrics:
         if tier_stats is not None:
             self.registry.register(_RamTierFigures(tier_stats))
 
-    def request(self, endpoint: str, status: int, seconds: float) -> None:
+    def request(self, endpoint: str, status: int, seconds: float, tenant: str | None = None) -> None:
         self.requests.labels(endpoint, str(status)).inc()
         self.latency.labels(endpoint).observe(seconds)
+        if tenant is not None:
+            self.tenant_requests.labels(tenant, endpoint, str(status)).inc()
 
     def answer(self, path: str, seconds: float, endpoint: str = "/v1/solve") -> None:
         self.answers.labels(path).inc()
@@ -105,3 +113,35 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+    def render_tenant(self, tenant: str, scope_stats: dict) -> bytes:
+        """What one tenant's `/metrics` shows: its own request counts (`galahad_tenant_requests_total`, its
+        label only) and its scope's catalog figures (`catalog.scopes.stats`: its memory and shared's);
+        nothing of another tenant's, nor the service-wide figures."""
+        registry = CollectorRegistry()
+        registry.register(_TenantFigures(self.tenant_requests, tenant, scope_stats))
+        return generate_latest(registry)
+
+
+class _TenantFigures:
+    def __init__(self, counter: Counter, tenant: str, stats: dict):
+        self.counter, self.tenant, self.stats = counter, tenant, stats
+
+    def collect(self):
+        requests = CounterMetricFamily("galahad_tenant_requests", "HTTP requests by tenant",
+                                       labels=["tenant", "endpoint", "status"])
+        for family in self.counter.collect():
+            for sample in family.samples:
+                if sample.name.endswith("_total") and sample.labels.get("tenant") == self.tenant:
+                    requests.add_metric([self.tenant, sample.labels["endpoint"], sample.labels["status"]], sample.value)
+        yield requests
+        by = self.stats.get("by_status", {})
+        for name, doc, value in (
+            ("galahad_scope_queue_depth", "problems pending or claimed in this tenant's view",
+             by.get("pending", 0) + by.get("claimed", 0)),
+            ("galahad_scope_problems", "problems in this tenant's view (its scope and shared)", self.stats["problems"]),
+            ("galahad_scope_verified", "verified problems in this tenant's view", self.stats["verified"]),
+            ("galahad_scope_artifacts", "artifacts in this tenant's view", self.stats["artifacts"]),
+            ("galahad_scope_bytes", "artifact bytes in this tenant's view", self.stats["bytes"]),
+        ):
+            yield GaugeMetricFamily(name, doc, value=value)

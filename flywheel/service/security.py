@@ -1,12 +1,25 @@
 """The token rule: loopback binds may run open; any other bind needs `GALAHAD_API_TOKEN`, which then every
-endpoint except `/healthz` requires as `Authorization: Bearer <token>`."""
+endpoint except `/healthz` requires as `Authorization: Bearer <token>`.
+
+With tenants (`galahad tenants add`, `catalog.tenants`): once any tenant exists (revoked ones count), every
+endpoint but `/healthz` requires a bearer token, whether or not an admin token is set: a tenant's
+(`gt-<name>.<secret>`: the name picks the row, the secret's salted SHA-256 is compared with the stored one
+in constant time; a revoked tenant's is refused) or the admin's `GALAHAD_API_TOKEN`. `identify` says who
+calls (`Caller`): the admin (every scope: the single-user service's view; admin routes) or one tenant (its
+memory scope and shared's). With no tenant, `identify` is exactly `authorized`: today's rule.
+"""
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import hmac
 import ipaddress
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
+from galahad.flywheel.catalog.tenants import split_token, token_digest
 from galahad.flywheel.config import TOKEN_ENV
 from galahad.flywheel.errors import GalahadError
 
@@ -49,3 +62,64 @@ def caller_identity(token: str | None) -> str:
     if not token:
         return "api:loopback"
     return "api:token-" + hashlib.sha256(token.encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a request comes from: `tenant` None is the admin (or anyone, on an open server with no tenants),
+    who sees every scope; a tenant sees its own scope and shared's, within its `quotas`."""
+
+    tenant: str | None = None
+    quotas: dict[str, Any] = field(default_factory=dict, compare=False)  # rpm, queue, store_bytes (None: none)
+
+    @property
+    def admin(self) -> bool:
+        return self.tenant is None
+
+
+ADMIN = Caller()
+_DUMMY_SALT = "0" * 32  # an unknown tenant's secret is hashed too: its refusal costs what a wrong secret costs
+
+
+def identify(path: str, header: str | None, token: str | None, tenants_exist: bool,
+             tenant_row: Callable[[str], dict | None]) -> Caller | None:
+    """The caller of a request, or None (HTTP 401). No tenants: `authorized`'s rule (the admin, or None).
+    With tenants every path but the open ones needs a bearer token: the admin's (`token`, when set) or an
+    active tenant's (`tenant_row(name)`: its catalog row)."""
+    if not tenants_exist:
+        return ADMIN if authorized(path, header, token) else None
+    if path in OPEN_PATHS:
+        return ADMIN
+    if not header or not header.startswith("Bearer "):
+        return None
+    given = header[len("Bearer "):]
+    if token is not None and hmac.compare_digest(given.encode(), token.encode()):
+        return ADMIN
+    parts = split_token(given)
+    if parts is None:
+        return None
+    name, secret = parts
+    row = tenant_row(name)
+    salt, stored = (row["token_salt"], row["token_hash"]) if row else (_DUMMY_SALT, "")
+    ok = hmac.compare_digest(token_digest(salt, secret).encode(), stored.encode())
+    if not ok or row is None or row.get("revoked_at") is not None:
+        return None
+    return Caller(name, {k: row.get(k) for k in ("rpm", "queue", "store_bytes")})
+
+
+# The caller of the request being handled (set by `app.guard` before the route runs; contextvars follow the
+# request into its route, on the event loop or in the threadpool). Read through `current_caller()`: Serve
+# pickles the deployment class by value, and a function is pickled by reference where a ContextVar is not.
+_CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("galahad_caller", default=None)
+
+
+def set_caller(caller: Caller) -> None:
+    _CALLER.set(caller)
+
+
+def current_caller() -> Caller:
+    """The request's caller; RuntimeError (a JSON 500) where none was identified: never a default view."""
+    caller = _CALLER.get()
+    if caller is None:
+        raise RuntimeError("no caller identified for this request")
+    return caller
