@@ -39,6 +39,29 @@ GROUPS = [  # (answer, texts that must all key to one key with this value)
                 "Express four and seven eighths as an improper fraction."]),
     (F(9, 20), ["Please express 0.45 as a fraction.", "Write 0.45 as a simplified fraction"]),
     (201, ["triple 67", "triple 67, please", "What is three times 67"]),
+    # units: the key carries the conversion's mathematics (3 hours in minutes is 3 * 60)
+    (420, ["How many minutes are in 7 hours?", "Can you convert 7 hours to minutes?", "7 hours = ? minutes",
+           "What is 7 * 60?"]),
+    (F(7, 60), ["Convert 7 minutes to hours", "How many hours is 7 minutes?"]),
+    (130, ["Convert 2 h 10 min to minutes.", "2 hours 10 minutes = how many minutes?",
+           "How many minutes are in 2 hours and 10 minutes?"]),
+    (F(61, 20), ["Convert 3050 g to kg.", "How many kilograms is 3050 grams?", "Q: Express 3,050 g in kilograms. A:"]),
+    (48, ["How many feet are in 16 yards?", "Convert 16 yd to feet.", "16 yards = ? ft"]),
+    (2250, ["Q: 2.25 litres in millilitres A:", "How many milliliters are in 2.25 liters?", "Express 2.25 l in ml."]),
+    (90, ["How many minutes are in an hour and a half?", "1 1/2 hours in minutes"]),
+    (4429, ["$44.29 is how many cents?", "Convert $44.29 to cents.", "Express $44.29 in cents"]),
+    (F(299, 5), ["write 5980 cents in dollars.", "how many dollars is 5980 cents?", "5980 cents = how many dollars?"]),
+    (250, ["How many cents are 8 quarters, 2 dimes and 6 nickels?",
+           "what is the value in cents of 8 quarters, 2 dimes, and 6 nickels?"]),
+    (F(7315, 100), ["ADD $41.75 AND $31.40.", "41.75 dollars + 31.40 dollars", "Q: What is $41.75 plus $31.40? A:",
+                    "41.75 + 31.40"]),
+    (7, ["What is $3 + $4?", "What is 3 + 4?"]),
+    (72, ["Six dozen eggs is how many eggs?", "How many is 6 dozens", "What is 6 * 12?"]),
+    (125, ["6 score and 5 = ?", "What number is six score and five?"]),
+    (1296, ["What is nine gross?", "Question: 9 gross = ? items"]),
+    (108, ["Nine gross is how many dozens?", "How many dozen are in 9 gross?"]),
+    (6, ["Quick question: How many eggs are in half a dozen?", "Quick question: What is a half dozen?"]),
+    (18, ["How many eggs are in a dozen and a half?", "What is one and a half dozen?"]),
 ]
 
 
@@ -57,6 +80,9 @@ REFUSED = [
     "What is 2 to the power of 0.5?", "What is (-8)^(1/3)?", "What is the square root of -4?",
     "What is 1/2 3/4?", "What is 2 3/4^2?", "What is the product of two and a half and four?",
     "$\\sqrt[5]{32}$", "$\\pi + 1$", "$3\\frac{x}{2}$",
+    "Convert 3 tons to pounds.", "Convert 5 km to miles.", "What is $3 + 4?", "What is $3 + 4 cents?",
+    "How many minutes are in 2 hours and 3 km?", "How many apples are in 3 dozen eggs?",
+    "How many legs are in 3 dozen?", "What is 5 hours - 30 minutes?", "How many months are in 3 years?",
 ]
 
 

@@ -38,7 +38,7 @@ PROBES = [  # (new text, the learned problem it must not be served from)
     ("What is the difference of 2 and 3?", "What is 2 - 3?"),
     ("What is 3 + 4 in binary?", "What is 3 + 4?"),
     ("What is 1e5 + 1?", "What is 1 * 5 + 1?"),
-    ("What is $3 + $4?", "What is 3 + 4?"),
+    ("What is $3 + 4 cents?", "What is 3 + 4?"),  # "$3 + $4" is 3 + 4 (dollars) since k5
     ("What is 3 apples plus 4 apples?", "What is 3 + 4?"),
     ("Round 3.14159 to 2 decimal places.", "What is 3.14159?"),
     ("What is 25% of 80?", "What is 25 * 80?"),

@@ -258,6 +258,34 @@ EQUATIONS = [
 ]
 
 
+# unit conversions (key_units): a quantity, a target, and the factors written out here from the units' definitions
+FACTORS = {"seconds": ("t", 1), "minutes": ("t", 60), "hours": ("t", 3600), "days": ("t", 86400),
+           "grams": ("m", 1), "kg": ("m", 1000), "feet": ("L", 12), "yards": ("L", 36), "ml": ("v", 1),
+           "litres": ("v", 1000), "cents": ("$", 1), "dollars": ("$", 100), "dozens": ("n", 12), "eggs": ("n", 1),
+           "pounds": ("lb", 16), "ounces": ("lb", 1)}
+QUANTITIES = [  # (text, dimension, amount in the dimension's smallest unit here)
+    ("3 hours", "t", F(10800)), ("2.5 hours", "t", F(9000)), ("2 h 10 min", "t", F(7800)), ("7 minutes", "t", F(420)),
+    ("an hour and a half", "t", F(5400)), ("13 days", "t", F(13 * 86400)), ("3050 g", "m", F(3050)),
+    ("2 kg", "m", F(2000)), ("16 yards", "L", F(576)), ("3 ft", "L", F(36)), ("2.25 litres", "v", F(2250)),
+    ("$44.29", "$", F(4429)), ("5980 cents", "$", F(5980)), ("8 quarters, 2 dimes and 6 nickels", "$", F(250)),
+    ("6 dozen", "n", F(72)), ("9 gross", "n", F(1296)), ("a dozen and a half", "n", F(18)),
+    ("six score and five", "n", F(125)), ("half a dozen", "n", F(6)), ("2 pounds", "lb", F(32)),
+    ("3 tons", None, None),  # short, long or metric: no unit here
+]
+CONVERSION_FRAMES = ["How many {T} are in {Q}?", "Convert {Q} to {T}.", "{Q} in {T}", "{Q} = ? {T}",
+                     "{Q} is how many {T}?"]
+
+
+def conversion_rows() -> list:
+    rows = []
+    for q, dim, amount in QUANTITIES:
+        for target, (tdim, f) in FACTORS.items():
+            meaning = amount / f if dim is not None and dim == tdim else None
+            for frame in CONVERSION_FRAMES:
+                rows.append(Row(frame, f"{dim}->{tdim}", _cap(frame.format(Q=q, T=target)), meaning, ()))
+    return rows
+
+
 class Row(NamedTuple):
     frame: str
     kinds: str
@@ -315,7 +343,7 @@ def build_table() -> list[Row]:
         for b in B_OPS:
             rows.append(Row(template, b.kind, _cap(template.format(B=b.text)), solve(b),
                             ((f"Solve for x: x + {b.plain} = 80", 80 - b.value),)))
-    return rows
+    return rows + conversion_rows()
 
 
 @pytest.fixture(scope="module")

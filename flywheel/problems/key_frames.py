@@ -15,6 +15,7 @@ from galahad.flywheel.problems.key_grammar import Grammar
 from galahad.flywheel.problems.key_lexer import Tok
 from galahad.flywheel.problems.key_parse import _dedupe
 from galahad.flywheel.problems.key_phrases import nonwhole
+from galahad.flywheel.problems.key_units import QTY, QTYC, UNIT, UNITS, conversion, strip_units
 
 MAX_LETTERS = 3  # distinct one-letter words a text may hold and still be read as an equation
 
@@ -104,6 +105,20 @@ GIVEN = L(":", ",", "if", "when", "given", "given that", "such that", "where", "
 ASKN = L("what is the number", "what's the number", "find the number", "what is that number",
          "find that number", "what number is it", "what is it")
 
+HOW_MANY = L("how many", "how much")
+UNIT_FRAMES = [  # (parts): a quantity converted to a unit, see key_units
+    [PRE, POLITE, HOW_MANY, UNIT, L("are in", "are there in", "in", "is", "are", "is in", "is there in", "make",
+                                    "make up", "are equal to", "is equal to", "equal"), QTY, L("", "worth"), *END],
+    [PRE, POLITE, L("convert", "change", "express", "write", "rewrite", "turn", "put"), QTY,
+     L("to", "into", "in", "as"), UNIT, *END],
+    [PRE, L("", "what is", "what's"), QTY, L("in", "to", "into", "as", "converted to", "in terms of"), UNIT, *END],
+    [PRE, QTY, L("= ?", "=", "= how many", "is how many", "equals how many", "is equal to how many", "are how many",
+                 "makes how many", "make how many"), UNIT, *END],
+    [PRE, L("what is the value in", "what is the value, in"), UNIT, L("of", ", of"), QTY, *END],
+    [PRE, L("what is the value of"), QTY, L("in"), UNIT, *END],
+    [PRE, L("", "what is", "what's", "what number is", "how many is", "how many are", "how much is"), QTYC,
+     L("", "= ?", "=", "in all", "altogether"), *END],
+]
 EXPR_FRAMES = [
     [PRE, POLITE, ASK, COLON, E, *END],
     [PRE, E, L("=", "= ?", "= what", "equals", "equals what", "equals ?", "is what", "is", "is what number",
@@ -200,6 +215,15 @@ def readings(toks: list[Tok], work: list[int] | None = None) -> dict[tuple, tupl
     for frame in EXPR_FRAMES:
         build, parts = frame if isinstance(frame, tuple) else (lambda t: t, frame)
         found += [("e", build(*caps)) for caps in match(g, parts)]
+    if any(t.kind == "word" and t.text in UNITS or t.text == "$" for t in toks):
+        for parts in UNIT_FRAMES:
+            found += [("e", conversion(*caps)) for caps in match(g, parts)]
+        bare = strip_units(toks)
+        if bare is not None:  # $41.75 + $31.40: the amounts, the answer in their one unit
+            g2 = Grammar(bare, None, work)
+            for frame in EXPR_FRAMES:
+                build, parts = frame if isinstance(frame, tuple) else (lambda t: t, frame)
+                found += [("e", build(*caps)) for caps in match(g2, parts)]
     letters = sorted({t.text for t in toks if t.kind == "word" and len(t.text) == 1})
     modes = [(v, EQ_FRAMES) for v in letters] if len(letters) <= MAX_LETTERS else []
     if _phrase_in(toks, (("what", "number"), ("which", "number"))):
