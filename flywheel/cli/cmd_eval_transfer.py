@@ -106,10 +106,11 @@ def record_gates(catalog, engine, manifest: dict) -> list[dict]:
 
 def print_gates(rows: list[dict]) -> None:
     from galahad.flywheel.catalog.gates import describe
+    from galahad.flywheel.config import RetrievalPolicy
 
     if not rows:
-        print("transfer gates: no evidence recorded (needs the base condition and transfer, system or a library "
-              "condition)")
+        print("transfer gates: no evidence recorded (it needs the base condition beside transfer or system, or "
+              f"beside a library condition grafting what solve grafts: --max-solutions with {RetrievalPolicy.max_solutions})")
     for g in rows:
         print(f"  gate {g['library']:30} {describe(g)}")
 
