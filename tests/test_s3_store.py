@@ -285,32 +285,48 @@ def test_a_corrupted_object_is_rebuilt_from_the_catalog_on_graft(seaweed, reques
 
 @pytest.mark.slow
 def test_run_then_solve_with_an_s3_store(seaweed, request, tmp_path, model_cache):
+    """`galahad run --store s3://...` (its Ray depositor writes the bucket), then `galahad solve` grafts the
+    recall artifact from it after `catalog evict` emptied the local cache. The tiny random model verifies nothing by itself, so
+    the run deposits a verdict committed with no deposit behind it (what a kill leaves: the run's reconcile)."""
     env = {**os.environ, **seaweed.env(), "GALAHAD_MODEL_CACHE": str(model_cache)}
     data, url = tmp_path / "data", _url(request)
+    data.mkdir()
+    text, answer = "What is 2 + 5?", "7"
+    with Catalog(f"sqlite:///{data / 'catalog.sqlite3'}") as cat:
+        pid = cat.problems.add(text, answer, "unit", "arith", "t-add")
+        attempt = cat.runs.add_attempt(pid, None, "fp", {}, f" {answer}", 1, 0.0, 0.0)
+        cat.runs.add_verification(attempt, "test", True, "ok")
+        cat.queue.mark(pid, "verified")
     galahad = [sys.executable, "-m", "galahad.flywheel.cli.main", "--data", str(data)]
     proc = subprocess.run([*galahad, "run", "--model", "tiny", "--store", url, "--families", "add1", "--per-family",
-                           "4", "--all-templates", "--k", "4", "--max-tokens", "4", "--generators", "1", "--limit", "4",
+                           "2", "--k", "2", "--max-tokens", "4", "--generators", "1", "--limit", "1",
                            "--no-progress", "--json"], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["store"].startswith(url), summary["store"]
     store = S3Store(url, tmp_path / "check-cache")
     with Catalog(f"sqlite:///{data / 'catalog.sqlite3'}") as cat:
         rows = set(cat.artifacts.sizes())
-        verified = [p for p in cat.problems.find(limit=100) if p["status"] == "verified"]
-    assert summary["verified"] >= 1 and verified, summary
-    assert rows and rows == set(store.ids())  # every artifact is in the bucket
-    assert not (data / "store").exists() or not any((data / "store").rglob("*")) or True
-    assert set((data / "store-cache").glob("??/??/*")) != set()  # read through the data dir's cache
-    # evict the local cache, then solve: the graft reads through from the bucket
+        assert cat.recalls.get(pid) is not None
+        assert {a["location"] for a in map(cat.artifacts.get, rows)} == {store.location}
+    assert len(rows) >= 2 and rows == set(store.ids())  # the library and recall artifacts, in the bucket
+    assert not (data / "store").exists() or not any((data / "store").rglob("*"))  # nothing in a local store
+    cached = {p.name for p in (data / "store-cache").glob("??/??/*")}
+    assert cached == rows  # and read through the data dir's cache
     proc = subprocess.run([*galahad, "catalog", "--store", url, "evict", "--to", "0"], capture_output=True, text=True,
                           env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert not any(p.name[0] != "." for p in (data / "store-cache").glob("??/??/*"))
-    proc = subprocess.run([*galahad, "solve", "--model", "tiny", "--store", url, verified[0]["text"], "--json"],
+    assert not list((data / "store-cache").glob("??/??/*"))
+    proc = subprocess.run([*galahad, "solve", "--model", "tiny", "--store", url, text, "--json"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ans = json.loads(proc.stdout)
-    assert ans["path"] == "hash" and ans["verified"] is True, ans
-    fsck_ = subprocess.run([*galahad, "catalog", "--store", url, "fsck"], capture_output=True, text=True, env=env,
-                           timeout=120)
-    assert fsck_.returncode == 0, fsck_.stdout + fsck_.stderr
+    # the hash route grafted the recall artifact, fetched from the bucket into the emptied cache (the tiny
+    # random model need not copy the gold, so the accepted answer may come from a later route)
+    assert ans["answer"] is not None and ans["path"] in ("hash", "base"), ans
+    with Catalog(f"sqlite:///{data / 'catalog.sqlite3'}") as cat:
+        recall = cat.recalls.get(pid)["artifact_id"]
+    assert recall in {p.name for p in (data / "store-cache").glob("??/??/*")} <= rows
+    proc = subprocess.run([*galahad, "catalog", "--store", url, "fsck"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -302,7 +302,7 @@ class S3Store(BlobStore):
         try:
             return self._call(what, get)
         except Exception as exc:
-            if _status(exc) == 404 or _code(exc) in {"NoSuchKey", "404"}:
+            if _code(exc) != "NoSuchBucket" and (_status(exc) == 404 or _code(exc) in {"NoSuchKey", "404"}):
                 raise BlobMissing(f"blob {blob_id[:16]} is missing from the object store {self.location}") from None
             raise self._fail(what, exc) from None
 
