@@ -62,6 +62,18 @@ GROUPS = [  # (answer, texts that must all key to one key with this value)
     (108, ["Nine gross is how many dozens?", "How many dozen are in 9 gross?"]),
     (6, ["Quick question: How many eggs are in half a dozen?", "Quick question: What is a half dozen?"]),
     (18, ["How many eggs are in a dozen and a half?", "What is one and a half dozen?"]),
+    # comparisons and percentages
+    (200, ["How much smaller is 10 than 210?", "BY HOW MUCH IS 10 LESS THAN 210?", "How much less is 10 than 210?",
+           "What is 210 - 10?"]),
+    (7, ["34 is how much more than 27", "How much more is 34 than 27", "By how much does 34 exceed 27?"]),
+    (10, ["220 is how many times as big as 22", "220 is how many times 22?", "How many times as large as 22 is 220?"]),
+    (5, ["Quick question: What percent is 10 of 200?", "10 IS WHAT PERCENT OF 200?", "What percentage of 200 is 10?",
+         "What is 10 / 200 * 100?"]),
+    (25, ["What percent of 40 is 10?", "10 is what percentage of 40?"]),
+    (F(1, 2), ["6 is what fraction of 12?", "What fraction of 12 is 6"]),
+    (10, ["120 drops to 108. what is the percentage decrease?", "what is the percent decrease from 120 to 108?",
+          "by what percentage does 120 fall to 108?"]),
+    (25, ["What is the percent increase from 80 to 100?", "80 rises to 100. What is the percentage increase?"]),
 ]
 
 
@@ -83,6 +95,9 @@ REFUSED = [
     "Convert 3 tons to pounds.", "Convert 5 km to miles.", "What is $3 + 4?", "What is $3 + 4 cents?",
     "How many minutes are in 2 hours and 3 km?", "How many apples are in 3 dozen eggs?",
     "How many legs are in 3 dozen?", "What is 5 hours - 30 minutes?", "How many months are in 3 years?",
+    "How much more is 27 than 34?",  # -7 or 7
+    "How much less is 34 than 27?", "What is the percent decrease from 100 to 120?",
+    "What is the percent increase from 120 to 100?",
 ]
 
 

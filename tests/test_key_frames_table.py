@@ -156,8 +156,42 @@ def unary(fn: Callable[[F], F], neg_doubt: bool = False):
     return m
 
 
+def nopct(fn):
+    return lambda a, b: None if "pct" in (a.kind, b.kind) else fn(a.value, b.value)
+
+
+def _gap(x: F, y: F):
+    return x - y if x >= y else None  # how much more is 3 than 5: -2 or 2?
+
+
+def _pct_change(sign: int):
+    def m(x: F, y: F):
+        if x <= 0 or (sign > 0 and y < x) or (sign < 0 and y > x):
+            return None
+        return (y - x) / x * 100 * sign
+    return m
+
+
+# whole questions (kind "whole": the text itself and its Q: ... A: form)
+COMPARISONS = [
+    ("How much more is {A} than {B}?", nopct(_gap)), ("{A} is how much more than {B}?", nopct(_gap)),
+    ("By how much does {A} exceed {B}?", nopct(_gap)), ("By how much is {A} greater than {B}?", nopct(_gap)),
+    ("How much less is {B} than {A}?", nopct(_gap)), ("By how much is {B} smaller than {A}?", nopct(_gap)),
+    ("{B} is how much less than {A}?", nopct(_gap)),
+    ("{A} is how many times {B}?", nopct(lambda x, y: x / y if y else None)),
+    ("How many times as large as {B} is {A}?", nopct(lambda x, y: x / y if y else None)),
+    ("What percent of {A} is {B}?", nopct(lambda x, y: y / x * 100 if x else None)),
+    ("What percent is {B} of {A}?", nopct(lambda x, y: y / x * 100 if x else None)),
+    ("{B} is what percentage of {A}?", nopct(lambda x, y: y / x * 100 if x else None)),
+    ("What fraction of {A} is {B}?", nopct(lambda x, y: y / x if x else None)),
+    ("{B} is what fraction of {A}?", nopct(lambda x, y: y / x if x else None)),
+    ("What is the percent increase from {A} to {B}?", nopct(_pct_change(1))),
+    ("What is the percentage decrease from {A} to {B}?", nopct(_pct_change(-1))),
+    ("By what percent does {A} fall to {B}?", nopct(_pct_change(-1))),
+]
+
 # (template, meaning, kind): kind "expr" goes into question frames, "cmd" into command frames
-BINARY = [
+BINARY = [(t, m, "whole") for t, m in COMPARISONS] + [
     ("{A} plus {B}", add, "expr"), ("{A} + {B}", add, "expr"), ("{A} add {B}", add, "expr"),
     ("{A} increased by {B}", change(1), "expr"), ("{B} added to {A}", add, "expr"),
     ("{B} more than {A}", than(1), "expr"), ("the sum of {A} and {B}", add, "expr"),
@@ -281,7 +315,7 @@ def conversion_rows() -> list:
     for q, dim, amount in QUANTITIES:
         for target, (tdim, f) in FACTORS.items():
             meaning = amount / f if dim is not None and dim == tdim else None
-            for frame in CONVERSION_FRAMES:
+            for frame in CONVERSION_FRAMES if meaning is not None else CONVERSION_FRAMES[:2]:
                 rows.append(Row(frame, f"{dim}->{tdim}", _cap(frame.format(Q=q, T=target)), meaning, ()))
     return rows
 
@@ -313,6 +347,8 @@ def _plain(a: Op, b: Op | None) -> list[tuple[str, F | None]]:
 def _wrap(template: str, kind: str, body: str, n: int) -> list[str]:
     if kind == "expr":
         return [w.format(e=body) for w in EXPR_WRAP[: n]]
+    if kind == "whole":
+        return [body, f"Q: {body} A:"][: n]
     verb, _, rest = body.partition(" ")
     out = []
     for w in CMD_WRAP[: n]:
@@ -330,7 +366,8 @@ def build_table() -> list[Row]:
     combos = [(a, B_OPS[0]) for a in A_OPS] + [(A_OPS[0], b) for b in B_OPS[1:]]
     for template, meaning, kind in BINARY:
         for a, b in combos:
-            n = len(EXPR_WRAP) if (a.kind, b.kind) in (("int", "int"), ("int", "fword"), ("int", "pct")) else 2
+            n = len(EXPR_WRAP) if (a.kind, b.kind) == ("int", "int") else \
+                4 if (a.kind, b.kind) in (("int", "fword"), ("int", "pct")) else 1 if "mixed" in a.kind + b.kind else 2
             body = template.format(A=a.text, B=b.text)
             for text in _wrap(template, kind, body, n):
                 rows.append(Row(template, f"{a.kind}/{b.kind}", _cap(text), meaning(a, b), tuple(_plain(a, b))))

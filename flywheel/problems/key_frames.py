@@ -105,6 +105,82 @@ GIVEN = L(":", ",", "if", "when", "given", "given that", "such that", "where", "
 ASKN = L("what is the number", "what's the number", "find the number", "what is that number",
          "find that number", "what number is it", "what is it")
 
+MAX_COMPARED_KEY_CHARS = 64
+
+
+def _compared(a: tuple, b: tuple) -> tuple | None:
+    """The values of two short operands (comparing them is an evaluation: bounded like "the difference")."""
+    if len(a[1]) + len(b[1]) > MAX_COMPARED_KEY_CHARS:
+        return None
+    va, vb = T.value(a), T.value(b)
+    return None if va is None or vb is None else (va, vb)
+
+
+def gap(big: tuple, small: tuple) -> tuple:
+    """'How much more is A than B?': A - B where A >= B; the other way round writers answer B - A or the
+    negative: a doubt."""
+    v = _compared(big, small)
+    return T.sub(big, small) if v is not None and v[0] >= v[1] else T.doubt(T.sub(big, small))
+
+
+def percent_of(a: tuple, b: tuple) -> tuple:
+    """'What percent of B is A?': the number of percent, A / B * 100."""
+    return T.mul(T.div(a, b), T.num(100))
+
+
+def percent_change(sign: int):
+    """'The percent increase (sign 1) / decrease (-1) from A to B': |B - A| / A * 100, only in its direction."""
+    def build(a: tuple, b: tuple) -> tuple:
+        v = _compared(a, b)
+        tree = T.mul(T.div(T.sub(b, a) if sign > 0 else T.sub(a, b), a), T.num(100))
+        ok = v is not None and v[0] > 0 and (v[1] >= v[0] if sign > 0 else v[1] <= v[0])
+        return tree if ok else T.doubt(tree)
+    return build
+
+
+def _rev(f):
+    return lambda a, b: f(b, a)
+
+
+MORE = L("more", "bigger", "larger", "greater", "higher")
+LESS = L("less", "smaller", "lower", "fewer")
+PCT = L("percent", "percentage", "%")
+DOWN = L("decrease", "drop", "fall", "decline", "reduction")
+UP = L("increase", "rise", "growth", "gain")
+COMPARE_FRAMES = [
+    (gap, [PRE, POLITE, L("how much", "by how much", "how many"), MORE, L("is", "are"), E, L("than"), E, *END]),
+    (gap, [PRE, E, L("is how much", "is by how much", "is how many"), MORE, L("than"), E, *END]),
+    (gap, [PRE, L("by how much", "how much"), L("does"), E, L("exceed", "go over"), E, *END]),
+    (gap, [PRE, L("by how much is"), E, MORE, L("than"), E, *END]),
+    (_rev(gap), [PRE, POLITE, L("how much", "by how much", "how many"), LESS, L("is", "are"), E, L("than"), E,
+                 *END]),
+    (_rev(gap), [PRE, E, L("is how much", "is by how much", "is how many"), LESS, L("than"), E, *END]),
+    (_rev(gap), [PRE, L("by how much is"), E, LESS, L("than"), E, *END]),
+    (lambda a, b: T.div(a, b), [PRE, E, L("is how many times", "is how many times as big as",
+                                          "is how many times as large as", "is how many times as much as",
+                                          "is how many times the size of"), E, *END]),
+    (_rev(lambda a, b: T.div(a, b)), [PRE, L("how many times", "how many times as big as",
+                                             "how many times as large as", "how many times as much as"), E,
+                                      L("is", "is there in"), E, *END]),
+    (percent_of, [PRE, POLITE, L("what"), PCT, L("is"), E, L("of"), E, *END]),
+    (_rev(percent_of), [PRE, POLITE, L("what"), PCT, L("of"), E, L("is"), E, *END]),
+    (percent_of, [PRE, E, L("is what"), PCT, L("of"), E, *END]),
+    (percent_of, [PRE, POLITE, L("express", "write"), E, L("as a percentage of", "as a percent of"), E, *END]),
+    (lambda a, b: T.div(a, b), [PRE, E, L("is what fraction of"), E, *END]),
+    (_rev(lambda a, b: T.div(a, b)), [PRE, L("what fraction of"), E, L("is"), E, *END]),
+    (percent_change(-1), [PRE, L("what is the", "find the", "calculate the", "what's the"), PCT, DOWN,
+                          L("from"), E, L("to"), E, *END]),
+    (percent_change(1), [PRE, L("what is the", "find the", "calculate the", "what's the"), PCT, UP,
+                         L("from"), E, L("to"), E, *END]),
+    (percent_change(-1), [PRE, E, L("drops to", "falls to", "decreases to", "goes down to", "is reduced to"), E,
+                          SEP, L("what is the", "find the", "calculate the", "what's the"), PCT, DOWN, *END]),
+    (percent_change(1), [PRE, E, L("rises to", "grows to", "increases to", "goes up to"), E,
+                         SEP, L("what is the", "find the", "calculate the", "what's the"), PCT, UP, *END]),
+    (percent_change(-1), [PRE, L("by what"), PCT, L("does"), E, L("drop to", "fall to", "decrease to",
+                                                                  "go down to"), E, *END]),
+    (percent_change(1), [PRE, L("by what"), PCT, L("does"), E, L("rise to", "grow to", "increase to",
+                                                                 "go up to"), E, *END]),
+]
 HOW_MANY = L("how many", "how much")
 UNIT_FRAMES = [  # (parts): a quantity converted to a unit, see key_units
     [PRE, POLITE, HOW_MANY, UNIT, L("are in", "are there in", "in", "is", "are", "is in", "is there in", "make",
@@ -119,7 +195,7 @@ UNIT_FRAMES = [  # (parts): a quantity converted to a unit, see key_units
     [PRE, L("", "what is", "what's", "what number is", "how many is", "how many are", "how much is"), QTYC,
      L("", "= ?", "=", "in all", "altogether"), *END],
 ]
-EXPR_FRAMES = [
+EXPR_FRAMES = [*COMPARE_FRAMES,
     [PRE, POLITE, ASK, COLON, E, *END],
     [PRE, E, L("=", "= ?", "= what", "equals", "equals what", "equals ?", "is what", "is", "is what number",
                "equals what number", "is equal to what", "is equal to what number", "= what number"), *END],
