@@ -1,6 +1,6 @@
 """Flywheel throughput, sequential vs batched sampling, side by side in one run on the same problems and seeds.
 
-Usage: nice -n 10 .venv/bin/python bench/bench_flywheel.py [--limit 12] [--k 8] [--round-size 8]
+Usage: nice -n 10 .venv/bin/python bench/bench_flywheel.py [--limit 12] [--k 8] [--round-size 8] [--kernel-modes stock,codes]
                                                           [--problems-per-call P] [--model gemma3-270m]
                                                           [--generators 1] [--json]
 Each sampler learns the same problems (same families, seeds and budget) into a fresh data dir with
@@ -34,21 +34,21 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def one(sampler: str, args, env) -> dict:
-    data = Path(tempfile.mkdtemp(prefix=f"bench-flywheel-{sampler}-"))
+def one(sampler: str, args, env, kernel_mode: str = "stock") -> dict:
+    data = Path(tempfile.mkdtemp(prefix=f"bench-flywheel-{sampler}-{kernel_mode}-"))
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "galahad.flywheel.cli.main", "--data", str(data), "run",
                            "--model", args.model, "--families", args.families, "--per-family", "24",
                            "--limit", str(args.limit), "--k", str(args.k), "--round-size", str(args.round_size),
                            "--problems-per-call", str(args.problems_per_call),
                            "--generators", str(args.generators), "--sampler", sampler,
-                           "--no-progress", "--json"], capture_output=True, text=True, env=env)
+                           "--kernel-mode", kernel_mode, "--no-progress", "--json"], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
-        sys.exit(f"run with the {sampler} sampler failed: {proc.stderr[-500:]}")
+        sys.exit(f"run with the {sampler} sampler ({kernel_mode} kernels) failed: {proc.stderr[-500:]}")
     s = json.loads(proc.stdout.strip().splitlines()[-1])
     secs = s["seconds"]
-    return {"sampler": sampler, "problems": s["problems"], "attempted": s["attempted"], "verified": s["verified"],
+    return {"sampler": sampler, "kernel_mode": kernel_mode, "problems": s["problems"], "attempted": s["attempted"], "verified": s["verified"],
             "deposited": s["deposited"], "tokens": s["tokens_spent"], "loop_seconds": round(secs, 1),
             "wall_seconds": round(wall, 1), "attempts_per_s": s["attempted"] / secs,
             "tokens_per_s": s["tokens_spent"] / secs, "verified_per_hour": s["verified"] / (secs / 3600),
@@ -67,6 +67,9 @@ def main() -> int:
     ap.add_argument("--problems-per-call", type=int, default=None,
                     help="problems per generator call, one batch (default: the loop's, batch rows // round size)")
     ap.add_argument("--generators", type=int, default=1)
+    ap.add_argument("--kernel-modes", default=None,
+                    help="compare these kernel modes (e.g. stock,codes) with the batched sampler, side by side, "
+                         "instead of the two samplers")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     args.round_size = args.round_size or args.k
@@ -78,22 +81,40 @@ def main() -> int:
     env = {**os.environ}
     env.setdefault("GALAHAD_MODEL_CACHE", str(Path("~/.cache/galahad-models").expanduser()))
     before = uptime()
-    out = {"sequential": one("sequential", args, env), "batched": one("batched", args, env)}
-    for r in out.values():
-        print(f"{r['sampler']:>10}: {r['problems']} problems, {r['attempted']} attempts, {r['verified']} verified "
+    if args.kernel_modes:
+        modes = args.kernel_modes.split(",")  # a mode named twice runs twice, alternated: stock,codes,stock,codes
+        runs = [one("batched", args, env, m) for m in modes]
+        out = {"runs": runs}
+    else:
+        out = {"sequential": one("sequential", args, env), "batched": one("batched", args, env)}
+        runs = list(out.values())
+    for r in runs:
+        print(f"{r['sampler']:>10} ({r['kernel_mode']}): {r['problems']} problems, {r['attempted']} attempts, {r['verified']} verified "
               f"({r['deposited']} deposited), {r['tokens']} tokens in {r['loop_seconds']} s loop "
               f"({r['wall_seconds']} s wall): {r['attempts_per_s']:.2f} attempts/s, {r['tokens_per_s']:.2f} tokens/s, "
               f"{r['verified_per_hour']:.0f} verified/h; the generator's own time {r['sampling_seconds']} s "
               f"({r['sampling_attempts_per_s']:.2f} attempts/s)", file=sys.stderr)
-    out["speedup"] = out["batched"]["attempts_per_s"] / out["sequential"]["attempts_per_s"]
-    out["sampling_speedup"] = (out["batched"]["sampling_attempts_per_s"]
-                               / out["sequential"]["sampling_attempts_per_s"])
-    out["config"] = {"model": args.model, "families": args.families, "limit": args.limit, "k": args.k,
+    first, last = runs[0]["kernel_mode"], runs[-1]["kernel_mode"]
+    base = [r for r in runs if r["kernel_mode"] == first and r["sampler"] == runs[0]["sampler"]]
+    other = [r for r in runs if r["kernel_mode"] == last and r["sampler"] == runs[-1]["sampler"]]
+
+    def total(rs: list[dict], key: str) -> float:  # pooled over repeats: counts over seconds
+        return sum(r[key] for r in rs)
+
+    out["speedup"] = (total(other, "attempted") / total(other, "loop_seconds")) / (
+        total(base, "attempted") / total(base, "loop_seconds"))
+    out["sampling_speedup"] = (total(other, "attempted") / total(other, "sampling_seconds")) / (
+        total(base, "attempted") / total(base, "sampling_seconds"))
+    out["verified_per_hour_ratio"] = (total(other, "verified") / total(other, "loop_seconds")) / max(
+        total(base, "verified") / total(base, "loop_seconds"), 1e-9)
+    base, other = base[0], other[0]
+    out["config"] = {"model": args.model, "kernel_modes": args.kernel_modes, "families": args.families, "limit": args.limit, "k": args.k,
                      "round_size": args.round_size,
                      "problems_per_call": args.problems_per_call, "generators": args.generators, "cpus": os.cpu_count()}
     out["load_before"], out["load_after"] = before, uptime()
     out["command"] = "python bench/bench_flywheel.py " + " ".join(sys.argv[1:])
-    print(f"speed-up batched vs sequential (attempts/s): {out['speedup']:.2f}x over the loop, "
+    what = f"{other['kernel_mode']} vs {base['kernel_mode']}" if args.kernel_modes else "batched vs sequential"
+    print(f"speed-up {what} (attempts/s): {out['speedup']:.2f}x over the loop, "
           f"{out['sampling_speedup']:.2f}x over the generator's own time, at k={args.k}, "
           f"round size {args.round_size}", file=sys.stderr)
     if args.json:

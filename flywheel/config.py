@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from galahad.kernels.modes import AUTO as KERNEL_AUTO
 from galahad.kernels.modes import SERVING as SERVING_KERNEL_MODES
 from galahad.workers.sampling import SamplingConfig
 
@@ -261,7 +262,7 @@ class GalahadConfig:
     """Every flywheel-side default in one frozen value (`DEFAULTS`); each concern is one field."""
 
     model: str = DEFAULT_MODEL
-    kernel_mode: str = "stock"  # KERNEL_MODES; `--kernel-mode`
+    kernel_mode: str = KERNEL_AUTO  # auto (codes where it runs, else stock) or one of KERNEL_MODES; `--kernel-mode`
     data: str = DEFAULT_DATA  # the data dir unless --data or $GALAHAD_HOME (`Paths.resolve`)
     budgets: Budgets = field(default_factory=Budgets)
     seeds: SeedConfig = field(default_factory=SeedConfig)

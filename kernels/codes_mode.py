@@ -71,6 +71,13 @@ class CodesMode(KernelMode):
     name = "codes"
     devices = ("cpu",)
 
+    @classmethod
+    def unavailable(cls, device: str = "cpu") -> str | None:
+        import shutil
+
+        return (super().unavailable(device) or (None if codes.NEEDS <= codes.cpu.flags() else "a CPU with AVX2 and FMA")
+                or (None if shutil.which(codes.CXX) else f"a C++ compiler ({codes.CXX})"))
+
     def __init__(self) -> None:
         from galahad.kernels import codes_attention
 

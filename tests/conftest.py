@@ -25,6 +25,12 @@ import pytest  # noqa: E402
 from sqlalchemy import create_engine  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+# The product's default kernel mode is `auto` (codes where it runs, else stock: kernels/modes.py `resolve`). The
+# suite pins what `auto` means to stock through the documented variable, so a test's default runtime is the one
+# its in-process engines (DEFAULT_RUNTIME) write; codes is tested by name (--kernel-mode codes), and `auto`
+# itself by tests/test_kernel_mode_flag.py, which clears the variable.
+os.environ.setdefault("GALAHAD_KERNEL_MODE", "stock")
+
 # --- skips that CI must not hide ---
 IN_CI = os.environ.get("CI", "").strip().lower() == "true"
 OPT_IN = "opt-in:"  # the one kind of skip allowed in CI: a long test run only when asked for (its reason says how)

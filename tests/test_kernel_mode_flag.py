@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -45,7 +46,7 @@ def test_every_command_that_loads_an_engine_takes_the_kernel_mode():
                     ("catalog", "recompile"), ("catalog", "import"), ("catalog", "fsck")]:
         action = next((a for a in parsers[command]._actions if a.dest == "kernel_mode"), None)
         assert action is not None, command
-        assert (action.default, tuple(action.choices)) == (DEFAULTS.kernel_mode, KERNEL_MODES), command
+        assert (action.default, tuple(action.choices)) == ("auto", ("auto", *KERNEL_MODES)), command
     with pytest.raises(SystemExit):
         build_parser().parse_args(["solve", "x", "--kernel-mode", "fast"])  # refused by argparse, in one line
 
@@ -144,10 +145,34 @@ def test_one_registry_names_every_mode_and_a_cpu_only_mode_refuses_another_devic
 
     exactness = next(sub for path, sub in _parsers(build_parser()) if path == ("exactness",))
     choices = {a.dest: a.choices for a in exactness._actions}
-    assert tuple(choices["kernel_mode"]) == tuple(MODES) and KERNEL_MODES == SERVING
+    assert tuple(choices["kernel_mode"]) == ("auto", *MODES) and KERNEL_MODES == SERVING
     assert "mode" not in choices  # one flag name for every command
     for mode in ("codes", "invariant"):  # refused at load in one line, before any kernel is built
         with pytest.raises(GalahadError, match=rf"^model 'tiny' failed to load: the {mode} kernel mode runs on "
                                                r"cpu only, not on device 'cuda'") as refused:
             load_model("tiny", model_cache, DEFAULT_RUNTIME.with_(kernel_mode=mode, device="cuda"))
         assert "\n" not in str(refused.value)
+
+
+def test_auto_is_codes_where_it_runs_else_stock_in_one_line(monkeypatch, capsys):
+    from galahad.kernels import codes
+    from galahad.kernels.modes import MODE_ENV, resolve
+
+    monkeypatch.delenv(MODE_ENV, raising=False)
+    assert DEFAULTS.kernel_mode == "auto"
+    if codes.NEEDS <= codes.cpu.flags() and shutil.which(codes.CXX):  # this machine's own answer
+        assert resolve("auto", "cpu") == ("codes", None)
+    mode, note = resolve("auto", "cuda")  # the codes kernels are CPU kernels
+    assert mode == "stock" and note == ("kernel mode stock: the codes kernels need device cpu, not cuda "
+                                        "(--kernel-mode to choose)")
+    monkeypatch.setattr(codes.cpu, "flags", lambda: frozenset({"sse4_2", "avx"}))
+    assert resolve("auto", "cpu") == ("stock", "kernel mode stock: the codes kernels need a CPU with AVX2 and "
+                                               "FMA (--kernel-mode to choose)")
+    assert resolve("codes", "cpu") == ("codes", None)  # a mode named is a mode asked for: its load refuses
+    monkeypatch.setenv(MODE_ENV, "stock")
+    assert resolve("auto", "cpu") == ("stock", None)
+    monkeypatch.setenv(MODE_ENV, "fast")
+    assert main(["problems", "ls"]) == 0  # a command without an engine never reads it
+    assert main(["solve", "What is 2 + 2?", "--model", "tiny"]) == 2
+    assert capsys.readouterr().err.strip() == ("galahad: error: GALAHAD_KERNEL_MODE='fast' is not a kernel mode; "
+                                               "known: stock, codes")

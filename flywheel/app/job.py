@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from galahad.flywheel.config import DEFAULTS, LoopConfig
 from galahad.flywheel.learn.loop import Flywheel, Tally
+from galahad.kernels.modes import resolve
 
 if TYPE_CHECKING:
     from galahad.flywheel.app.lock import RunLock
@@ -56,7 +57,7 @@ class LearningJob:
         if lock is not None:
             catalog.queue.release_all()  # claims left by a killed local job: we hold the lock, so they are stale
         self.generators, self.depositor, self.fingerprint = start_workers(
-            workers.model, workers.model_cache, DEFAULT_RUNTIME.with_(kernel_mode=workers.kernel_mode), workers.device, workers.generators,
+            workers.model, workers.model_cache, DEFAULT_RUNTIME.with_(kernel_mode=resolve(workers.kernel_mode, workers.device)[0]), workers.device, workers.generators,
             str(store.root), workers.chain_max_tokens, store.ram.capacity)
         # The facts behind the depositor's runtime fingerprint, as it read them (its device, its model's
         # architecture facts), so that on another machine a foreign artifact's difference can be named.

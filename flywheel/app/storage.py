@@ -58,9 +58,10 @@ def open_catalog(url: str) -> Catalog:
 
 def engine_for(model: str, paths: Paths, kernel_mode: str = DEFAULTS.kernel_mode):
     """The answering engine runs under the default runtime: the one depositors write artifacts under."""
+    from galahad.kernels.modes import resolve
     from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
 
-    runtime = DEFAULT_RUNTIME.with_(kernel_mode=kernel_mode)
+    runtime = DEFAULT_RUNTIME.with_(kernel_mode=resolve(kernel_mode)[0])
     pin_process_env(runtime)
     from galahad.workers.engine import Engine
     from galahad.workers.model_loader import load_model

@@ -151,6 +151,7 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
     result["catalog"] = catalog.stats()
     result["artifacts_added"] = result["catalog"]["artifacts"] - before["artifacts"]
     result.update(where(args, paths, catalog, store))
+    result["kernel_mode"] = args.kernel_mode  # the concrete mode `auto` resolved to, as every engine ran it
     result["commands"] = next_commands(args, paths, result)
     unchecked = unchecked_golds(items[0])  # golds taken on their giver's word (no computable value)
     result["golds_unchecked"], result["golds_unchecked_note"] = len(unchecked), unchecked_line(unchecked)
@@ -171,12 +172,13 @@ def where(args, paths, catalog, store) -> dict:
 def next_commands(args, paths, result: dict) -> dict:
     """Commands that pick up where this run left off, with the flags that reach the same data."""
     from galahad.flywheel.config import DEFAULT_MODEL, DEFAULTS, Paths
+    from galahad.kernels.modes import resolve
 
     top = ["galahad"] + ([] if paths.root == Paths.resolve(None).root else ["--data", str(paths.root)])
     place = ([] if args.catalog is None else ["--catalog", result["catalog_url"]]) + \
         ([] if args.store is None else ["--store", str(args.store)])
     engine = ([] if args.model == DEFAULT_MODEL else ["--model", args.model]) + \
-        ([] if args.kernel_mode == DEFAULTS.kernel_mode else ["--kernel-mode", args.kernel_mode])
+        ([] if args.kernel_mode == resolve(DEFAULTS.kernel_mode)[0] else ["--kernel-mode", args.kernel_mode])
     learned = result["verified_examples"]
     commands = {
         "list_artifacts": [*top, "catalog", "ls", *place],
@@ -205,6 +207,7 @@ def report(r: dict, shown: int = 3) -> list[str]:
         f"  catalog   {r['catalog_url']}  ({c['problems']:,} problems, {c['verified']:,} verified, "
         f"{c['artifacts']:,} artifacts, {c['bytes'] / 1e6:.1f} MB)",
         f"  store     {r['store']}",
+        f"  kernels   {r['kernel_mode']} (artifacts graft under this kernel mode)",
     ]
     if r.get("golds_unchecked_note"):
         lines.append(r["golds_unchecked_note"])

@@ -65,11 +65,12 @@ def add_model_flag(p: argparse.ArgumentParser, what: str = "") -> None:
 
 def add_kernel_mode_flag(p: argparse.ArgumentParser, modes: tuple[str, ...]) -> None:
     """`--kernel-mode`: the kernels the engine runs, `modes` of the one registry (kernels/modes.py `MODES`)."""
-    from galahad.kernels.modes import MODES
+    from galahad.kernels.modes import AUTO, MODE_ENV, MODES
 
     said = "; ".join(f"{m}: {MODES[m][2]}" for m in modes)
-    p.add_argument("--kernel-mode", choices=modes, default=DEFAULTS.kernel_mode,
-                   help=f"kernels the engine runs ({said}); artifacts graft only under the mode that made them "
+    p.add_argument("--kernel-mode", choices=(AUTO, *modes), default=DEFAULTS.kernel_mode,
+                   help=f"kernels the engine runs ({said}; {AUTO}: ${MODE_ENV} when set, else codes where it runs, "
+                        "else stock); artifacts graft only under the mode that made them "
                         f"(default {DEFAULTS.kernel_mode})")
 
 

@@ -70,6 +70,21 @@ def _undecodable(argv: list[str]) -> int | None:
     return None
 
 
+def _resolve_kernel_mode(args) -> None:
+    """`--kernel-mode auto` (the default) becomes the concrete mode every engine of the command runs; where it
+    falls back to stock, one line says so at start-up (the mode is in every runtime fingerprint the run records)."""
+    if getattr(args, "kernel_mode", None) is None:
+        return
+    from galahad.kernels.modes import resolve
+
+    try:
+        args.kernel_mode, note = resolve(args.kernel_mode, getattr(args, "device", None) or "cpu")
+    except ValueError as exc:
+        raise GalahadError(str(exc)) from None
+    if note:
+        print(f"galahad: {note}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # never a UnicodeEncodeError while printing an error
         if hasattr(stream, "reconfigure"):
@@ -87,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     args.paths = Paths.resolve(args.data)
     try:
+        _resolve_kernel_mode(args)
         code = args.func(args)
     except GalahadError as exc:
         print(f"galahad: error: {_one_line(exc, 2000)}", file=sys.stderr)
