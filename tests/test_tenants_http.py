@@ -259,7 +259,8 @@ def _retry_after(headers: dict) -> int:
 
 def test_quotas_are_429_with_retry_after(world):
     w = world
-    probs = [{"id": f"c{i}", "problem": f"What is {30 + i} + 4?", "answer": str(34 + i), "topic": "t"} for i in range(3)]
+    probs = [{"id": f"c{i}", "problem": f"What is {30 + i} + 4?", "answer": str(34 + i), "topic": "t",
+              "source": "t"} for i in range(3)]
     code, _, raw = call(w, "carol", "POST", "/v1/problems", probs[:2])
     assert code == 200, raw
     code, headers, raw = call(w, "carol", "POST", "/v1/problems", probs[2:])
@@ -296,6 +297,7 @@ def test_quotas_are_429_with_retry_after(world):
 
 def test_metrics_and_stats_per_tenant(world, model_cache):
     w = world
+    assert call(w, "bob", "POST", "/v1/solve", {"problem": "What is 1 + 1?"})[0] == 200
     code, _, raw = call(w, None, "GET", "/metrics")
     assert code == 200, raw
     text = raw.decode()
@@ -317,7 +319,8 @@ def test_metrics_and_stats_per_tenant(world, model_cache):
 def test_run_learns_into_the_tenants_scope(tmp_path, model_cache):
     env, data = serve_env(model_cache), tmp_path / "data"
     problems = tmp_path / "p.jsonl"
-    problems.write_text("".join(json.dumps({"id": f"r{i}", "problem": f"What is {60 + i} + 1?", "answer": str(61 + i)})
+    problems.write_text("".join(json.dumps({"id": f"r{i}", "problem": f"What is {60 + i} + 1?", "answer": str(61 + i),
+                                            "topic": "t", "source": "t"})
                                 + "\n" for i in range(2)))
 
     def galahad(*args):
