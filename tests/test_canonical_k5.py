@@ -74,6 +74,9 @@ GROUPS = [  # (answer, texts that must all key to one key with this value)
     (10, ["120 drops to 108. what is the percentage decrease?", "what is the percent decrease from 120 to 108?",
           "by what percentage does 120 fall to 108?"]),
     (25, ["What is the percent increase from 80 to 100?", "80 rises to 100. What is the percentage increase?"]),
+    (3, ["Suppose 3*y + 2 = 11. Solve for y.", "Solve 3y + 2 = 11", "Let 3y + 2 = 11. What is y?"]),
+    (11, ["Q: Let 0 = 7m - 77. Find m. A:", "Suppose 0 = 7*m - 77. What is m?", "Q: If 7m - 77 = 0, then m = ? A:"]),
+    (5, ["Let f = 3 + 2. What is f?", "What is 3 + 2?"]),  # "Suppose f = 3 + 2" is the equation (a q: key)
 ]
 
 

@@ -25,7 +25,17 @@ B", "A less B", "B more/less/fewer than A" read a percentage or a fraction in wo
 ("increase 60 by a third" is 60 * (1 + 1/3) = 80, "60 less 10%" 54, "a third more than 60" 80, "15% of
 60" 9); a fraction in digits there ("increase 60 by 1/3", "1/3 more than 60") or a fraction word after
 "less" is read both ways by writers: no key; a percentage anywhere else ("60 + 10%") is no key either.
-Powers with a literal non-whole exponent (roots: "2 to the power of 0.5") get no key. An
+k5 reads more of what people ask: roots ("sqrt(169)", "\u221a49", "\u221b216", "the square root of 1/25",
+"169^(1/2)": the power 1/k, keyed only where the value is rational and the base non-negative), LaTeX
+(`$...$`, \\frac, \\sqrt, \\cdot; key_lexer.rewrite), vulgar fractions and mixed numbers ("2 7/8", "2\u215e",
+"four and seven eighths": one number), |x| / abs(x), "the negative/opposite/reciprocal/absolute value of",
+"negate", "the mean/average of", units and money (key_units: exact conversions within one dimension, keyed
+as their mathematics, "3 hours in minutes" = 3 * 60; amounts of one unit "$4 + $3" = 4 + 3), comparisons
+("how much more is A than B", A >= B only), "what percent of B is A" (the number of percent: A / B * 100),
+percent increase/decrease from A to B (in its direction only), "E as a fraction" (the value), preambles
+and trailers ("Quick question:", "Thanks!", ", please", "Can you ..."). "The quotient of A and B" for
+whole A, B that B does not divide (15 or 15.5?) gets no key. Relative changes are keyed as their part.
+Powers with a literal non-whole exponent whose value is irrational ("2 to the power of 0.5") get no key. An
 equation's key is the primitive integer form A*x + B = 0 (A > 0, gcd 1) of lhs - rhs: any letter, any
 arrangement, any linear rewriting with the same solution (`x + 3 = 7`, `7 = 3 + x`, `2x = 8` share one).
 Non-linear equations, no or infinitely many solutions -> no key.
@@ -96,10 +106,11 @@ Refused as ambiguous (no key), and why:
   a number word ("two/three", "6 divided by two/three").
 - a mixed number read as two list items in a product ("the product of two and a half and four": 4 as a
   list, 10 as 2 1/2 * 4; "the product of 2 and 1/2 and 4"); sums are kept, the readings agree there.
-Refused as unsupported (no key): `!`, `%`/percent outside "P% of A" and the relative changes, mod, `//`, xor, bases and `0x10`, `1e5`, mixed numbers
-"2 1/2" / "one and a half", "3 quarters", "two point five million", "three point twenty five", "10 thousand", "twelve hundred", "twenty-ten", "6 to the 2", "x" as times in an equation or
-unspaced (`3x4`), commas that are not thousands groups, units, currency, any instruction that changes
-the answer (rounding, "in binary", "as a fraction"), inequalities, two unknowns, texts longer than
+Refused as unsupported (no key): `!`, `%`/percent outside "P% of A", the relative changes and the percent
+questions above, mod, remainders, `//`, rounding, functions "f(x) = ...", xor, bases and `0x10`, `1e5`,
+"3 quarters", "two point five million", "three point twenty five", "10 thousand", "twelve hundred", "twenty-ten", "6 to the 2", "x" as times in an equation or
+unspaced (`3x4`), commas that are not thousands groups, units outside key_units (tons, months, years,
+temperatures), any instruction that changes the answer (rounding, "in binary"), inequalities, two unknowns, texts longer than
 MAX_CHARS, lone surrogates, NUL. `3,500` is read as the English thousands grouping (3500), never as a
 decimal comma; `1,2` and `1,2345` are refused. Note: reasoning_gym's basic_arithmetic evaluates `/` as
 floor division when its divisions are inexact; here `/` is always true division.

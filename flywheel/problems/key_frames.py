@@ -223,7 +223,7 @@ EQ_FRAMES = [  # (kind, parts); the unknown is the Grammar's one-letter var
                   "find the solution of", "what is the solution for"), L("", "the equation"), COLON, EQF, *END]),
     ("q", [PRE, L("solve"), L("", "the equation"), COLON, EQF, L("for"), V, *END]),
     ("q", [PRE, FIND_V, L("", "the value of"), V, GIVEN, COLON, EQI, *END]),
-    ("q", [PRE, L("if", "given", "given that", "suppose", "suppose that", "assume", "assume that", "when"), EQI,
+    ("q", [PRE, L("if", "given", "given that", "suppose", "suppose that", "assume", "assume that", "when", "let"), EQI,
            L("", ",", ".", ";"), *ASKV, *END]),
     ("q", [PRE, EQF, SEP, *ASKV, *END]),
     ("q", [PRE, L("what value of", "which value of"), V, L("satisfies", "solves", "satisfies the equation",
