@@ -345,6 +345,32 @@ def test_every_socket_the_server_listens_on_is_on_loopback(served):
     assert escaped == [], escaped
 
 
+def _niceness(pid: int) -> tuple[str, int]:
+    """(process title, niceness) from /proc: the title Ray gives its workers (`ray::ServeReplica:...`) and
+    /proc/<pid>/stat's 19th field."""
+    title = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[0].decode()
+    stat = open(f"/proc/{pid}/stat").read()
+    return title, int(stat.rsplit(")", 1)[1].split()[16])
+
+
+@pytest.mark.slow  # reads the niceness of every process of the module's server
+def test_answering_replicas_run_at_normal_priority_while_ray_workers_stay_niced(served):
+    _learner(served, lambda s: s["state"] == "running")  # the learner's actors are up too
+    procs = {}
+    for pid in served.session():
+        try:
+            procs[pid] = _niceness(pid)
+        except (OSError, IndexError, ValueError):  # gone meanwhile
+            continue
+    base = procs[served.proc.pid][1]  # the `galahad serve` driver's own (0 unless the tests run niced)
+    replicas = [nice for title, nice in procs.values() if "ServeReplica" in title]
+    assert replicas and all(nice == base for nice in replicas), procs
+    # Ray's default still holds for its other workers (nice(15) on top of the driver's), so the replicas'
+    # runtime_env is what changed it; the learner may stay niced
+    others = [nice for title, nice in procs.values() if "ServeController" in title or "LearnerActor" in title]
+    assert others and all(nice == min(base + 15, 19) for nice in others), procs
+
+
 def test_healthz_and_catalog_reads_answer_while_a_long_solve_runs(served):
     # ~990 prompt tokens (the tiny tokenizer is byte-level, the few-shot prompt adds ~270): near the
     # 1,024-token per-request prefill budget, the longest prompt a caller may make the engine prefill

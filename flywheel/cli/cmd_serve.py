@@ -30,6 +30,10 @@ from galahad.workers.sampling import SamplingConfig
 
 APP_NAME = "galahad"
 PORT = count(1, 65535)
+# Ray starts every worker process at nice 15 (its `worker_niceness`), so any other load on the machine starves
+# the answering replicas. A worker reads the setting from its environment, so the replicas' runtime_env sets
+# it to 0, as Ray's own job supervisor does (ray/dashboard/modules/job/job_manager.py); the learner stays niced.
+REPLICA_NICENESS_ENV = {"RAY_worker_niceness": "0"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -105,7 +109,8 @@ def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
                  str(paths.root) if embedded else None), {"ram_tier_bytes": args.ram_tier, "kernel_mode": args.kernel_mode})
         api = GalahadApi.options(
             num_replicas=args.replicas, max_ongoing_requests=config.max_ongoing_requests,
-            ray_actor_options={"num_cpus": 0, "runtime_env": pinned_env(DEFAULT_RUNTIME)},
+            ray_actor_options={"num_cpus": 0, "runtime_env": {"env_vars": {
+                **pinned_env(DEFAULT_RUNTIME)["env_vars"], **REPLICA_NICENESS_ENV}}},
         ).bind(args.model, str(paths.root), catalog.url, str(store.root), token, config, supervisor, args.ram_tier,
                  args.kernel_mode)
         try:
