@@ -62,15 +62,15 @@ FAMILIES = {"llama": "llama-llama3-gqa3", "qwen2": "qwen2-tied-kv1"}  # bench/he
 def sizes_for(args) -> dict:
     quick = args.quick
     return {
-        "gemma_samples": args.samples or (10 if quick else 50),
-        "family_samples": args.samples or (20 if quick else 50),
-        "gemma_ttft_tokens": [1024] if quick else [16384, 65536],
+        "gemma_samples": args.samples or (5 if quick else 50),
+        "family_samples": args.samples or (10 if quick else 50),
+        "gemma_ttft_tokens": [600] if quick else [16384, 65536],
         "long_ttft_tokens": [2048, 4096] if quick else [16384, 65536],
         "long_model": "llama hidden 128, 4 layers" if quick else "llama hidden 1024, 16 layers, 8 heads, 2 KV heads",
         "sampler_prompts": 2 if quick else 8,
         "sampler_k": 8,
         "sampler_max_tokens": 12,
-        "energy_answers": 3 if quick else 20,
+        "energy_answers": 2 if quick else 20,
         "ttft_graft_reps": 2 if quick else 3,
     }
 

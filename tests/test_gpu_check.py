@@ -22,7 +22,7 @@ def test_gpu_check_runs_whole_on_the_cpu_and_every_graft_is_exact(model_cache, t
     assert report["device"] == "cpu" and report["quick"] is True and report["gpu"] is None
     assert not report.get("timed_out"), report
     sizes = report["sizes"]
-    assert sizes["gemma_samples"] >= 10 and sizes["family_samples"] >= 20, sizes
+    assert sizes["gemma_samples"] >= 5 and sizes["family_samples"] >= 10, sizes
 
     # graft == fresh by SHA-256 of the logits bytes, fp32 and bf16, on gemma3-270m and two other families
     ex = report["exactness"]
