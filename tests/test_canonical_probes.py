@@ -83,7 +83,7 @@ REFUSED_AS_AMBIGUOUS = [
 
 UNSUPPORTED = [
     "What is 12?", "What is -3?", "Name the capital of France.", "What is 3 + y?", "x" * 400,
-    "What is 5 factorial?", "What is 7 % 3?", "What is 10 mod 4?", "What is 0b101 + 1?",
+    "What is 5 factorial?", "What is -7 % 3?", "What is 10.5 mod 4?", "What is 0b101 + 1?",
     "What is twelve hundred plus 1?", "What is 3 + 4 rounded to the nearest ten?",
     "Solve for x: x^2 = 4", "Solve for x: x + 1 = x + 2", "Solve for x: x + 1 = x + 1", "Solve for x: x + y = 5",
     "Solve for x: 2x + 1 < 7", "What is 3 + 4!!", "Calculate 3 + 4, then double it.", "",

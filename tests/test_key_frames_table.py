@@ -172,8 +172,34 @@ def _pct_change(sign: int):
     return m
 
 
+def _mod(x: F, y: F):
+    """The remainder of whole x >= 0 divided by whole y > 0; otherwise conventions differ."""
+    return x % y if _whole(x) and _whole(y) and x >= 0 and y > 0 else None
+
+
+def _intdiv(x: F, y: F):
+    return x // y if _whole(x) and _whole(y) and x >= 0 and y > 0 else None
+
+
+def _round(unit: F):
+    """The nearest multiple of unit; an exact tie has no single answer (half up or half even)."""
+    def fn(x: F):
+        q = x / unit
+        lo = q.numerator // q.denominator
+        return None if q - lo == F(1, 2) else (lo + (q - lo > F(1, 2))) * unit
+    return fn
+
+
+def _lit(fn):
+    """Rounding a number (a percentage: of what?)."""
+    return lambda a, b=None: None if a.kind == "pct" else fn(a.value)
+
+
 # whole questions (kind "whole": the text itself and its Q: ... A: form)
 COMPARISONS = [
+    ("What is the remainder when {A} is divided by {B}?", nopct(_mod)), ("{A} mod {B}", nopct(_mod)),
+    ("What is {A} modulo {B}?", nopct(_mod)), ("When {A} is divided by {B}, what is the remainder?", nopct(_mod)),
+    ("Find the remainder of {A} divided by {B}.", nopct(_mod)), ("{A} // {B}", nopct(_intdiv)),
     ("How much more is {A} than {B}?", nopct(_gap)), ("{A} is how much more than {B}?", nopct(_gap)),
     ("By how much does {A} exceed {B}?", nopct(_gap)), ("By how much is {A} greater than {B}?", nopct(_gap)),
     ("How much less is {B} than {A}?", nopct(_gap)), ("By how much is {B} smaller than {A}?", nopct(_gap)),
@@ -224,6 +250,11 @@ BINARY = [(t, m, "whole") for t, m in COMPARISONS] + [
     ("raise {A} to the power of {B}", power, "cmd"), ("raise {A} to the power {B}", power, "cmd"),
 ]
 UNARY = [
+    ("Round {A} to the nearest ten", _lit(_round(F(10))), "whole"),
+    ("Round {A} to the nearest whole number", _lit(_round(F(1))), "whole"),
+    ("{A} rounded to the nearest tenth", _lit(_round(F(1, 10))), "whole"),
+    ("Round {A} to 2 decimal places.", _lit(_round(F(1, 100))), "whole"),
+    ("What is {A} to one decimal place?", _lit(_round(F(1, 10))), "whole"),
     ("{A} squared", unary(lambda x: x ** 2, True), "expr"), ("{A} cubed", unary(lambda x: x ** 3, True), "expr"),
     ("the square of {A}", unary(lambda x: x ** 2), "expr"), ("the cube of {A}", unary(lambda x: x ** 3), "expr"),
     ("{A} to the third power", unary(lambda x: x ** 3, True), "expr"),

@@ -106,8 +106,12 @@ Refused as ambiguous (no key), and why:
   a number word ("two/three", "6 divided by two/three").
 - a mixed number read as two list items in a product ("the product of two and a half and four": 4 as a
   list, 10 as 2 1/2 * 4; "the product of 2 and 1/2 and 4"); sums are kept, the readings agree there.
+k6 (key_frames.REMAINDER_FRAMES): "the remainder when A is divided by B", "A mod/modulo B", "A % B" (spaced
+alike on both sides), "A // B", "floor(A/B)" for whole literals A >= 0, B > 0 only (`%(A,B)`, `_(A/B)`);
+rounding a literal "to the nearest ten/hundredth/whole number", "to N decimal places / d.p.", "to N
+significant figures / s.f." (`~(x,unit)`, exact ties refused: half up and half even disagree).
 Refused as unsupported (no key): `!`, `%`/percent outside "P% of A", the relative changes and the percent
-questions above, mod, remainders, `//`, rounding, functions "f(x) = ...", xor, bases and `0x10`, `1e5`,
+questions above, mod of negatives or fractions, functions "f(x) = ..." outside key_frames.FUNCTION_FRAMES, xor, bases and `0x10`, `1e5`,
 "3 quarters", "two point five million", "three point twenty five", "10 thousand", "twelve hundred", "twenty-ten", "6 to the 2", "x" as times in an equation or
 unspaced (`3x4`), commas that are not thousands groups, units outside key_units (tons, months, years,
 temperatures), any instruction that changes the answer (rounding, "in binary"), inequalities, two unknowns, texts longer than
@@ -135,8 +139,10 @@ from galahad.flywheel.problems.key_lexer import Refuse, admissible, rewrite, tok
 # version is recomputed (catalog.ensure_keys), so no key of a misread text survives. k5: a relative change
 # is keyed as its part ("increase 75 by a third" = 75 + 75/3, as "75 plus a third of 75"), "the quotient of
 # 62 and 4" (15 or 15.5) is no longer keyed; roots, mixed numbers, LaTeX, units, remainders, rounding and
-# function/variable chains are read (see the docstring).
-KEY_VERSION = "k5"
+# function/variable chains are read (see the docstring). k6: remainders and mod (`%(a,b)`), integer division
+# (`_(a/b)`), rounding (`~(x,unit)`), function values f(4) and chains of definitions are keyed (texts k5 left
+# unkeyed are stored with no key at k5: the bump makes ensure_keys read them again).
+KEY_VERSION = "k6"
 MAX_KEYED_READINGS = 4  # readings with different keys compared by value before a text is refused
 MAX_CHARS = 300  # checked first: a longer text is no arithmetic one-liner, no key
 

@@ -10,9 +10,11 @@ add no mathematics (PREAMBLES, TRAILERS, "What is left?"). Anything else a text 
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from galahad.flywheel.problems import key_tree as T
 from galahad.flywheel.problems.key_grammar import Grammar
-from galahad.flywheel.problems.key_lexer import Tok
+from galahad.flywheel.problems.key_lexer import Tok, number_words
 from galahad.flywheel.problems.key_parse import _dedupe
 from galahad.flywheel.problems.key_phrases import nonwhole
 from galahad.flywheel.problems.key_units import QTY, QTYC, UNIT, UNITS, conversion, strip_units
@@ -195,7 +197,128 @@ UNIT_FRAMES = [  # (parts): a quantity converted to a unit, see key_units
     [PRE, L("", "what is", "what's", "what number is", "how many is", "how many are", "how much is"), QTYC,
      L("", "= ?", "=", "in all", "altogether"), *END],
 ]
-EXPR_FRAMES = [*COMPARE_FRAMES,
+# -- remainders, integer division, rounding (k6) --------------------------------------------------------------
+
+def _whole_literal(t: tuple) -> bool:
+    return t[0] == "n" and len(t) == 3 and t[2].denominator == 1 and t[2] >= 0
+
+
+def remainder(a: tuple, b: tuple) -> tuple:
+    """'The remainder when A is divided by B', 'A mod B': whole literals A >= 0, B > 0 only (for negatives
+    or fractions writers' conventions differ)."""
+    tree = T.mod(a, b)
+    return tree if _whole_literal(a) and _whole_literal(b) and b[2] > 0 else T.doubt(tree)
+
+
+def int_div(a: tuple, b: tuple) -> tuple:
+    """'A // B': floor(A / B) for whole literals A >= 0, B > 0 (negatives: floor or truncation)."""
+    tree = T.floor_div(T.div(a, b))
+    return tree if _whole_literal(a) and _whole_literal(b) and b[2] > 0 else T.doubt(tree)
+
+
+def _places(g: Grammar, i: int) -> list[tuple[int, int]]:
+    """(end, n) for a small count at i: digits or a number word (0..20)."""
+    tok = g.t[i] if i < g.n else None
+    if tok is not None and tok.kind == "num" and tok.value is not None and tok.value.denominator == 1 \
+            and "." not in tok.text and 0 <= tok.value <= 20:
+        return [(i + 1, int(tok.value))]
+    return [(e, v) for e, v in number_words(g.t, i) if v <= 20 and e == i + 1]
+
+
+_NEAREST = {"whole number": 1, "integer": 1, "one": 1, "unit": 1, "ten": 10, "hundred": 100, "thousand": 1000,
+            "ten thousand": 10 ** 4, "hundred thousand": 10 ** 5, "million": 10 ** 6, "tenth": Fraction(1, 10),
+            "hundredth": Fraction(1, 100), "thousandth": Fraction(1, 1000), "10": 10, "100": 100, "1000": 1000,
+            "1,000": 1000, "10,000": 10 ** 4, "1,000,000": 10 ** 6, "0.1": Fraction(1, 10),
+            "0.01": Fraction(1, 100), "0.001": Fraction(1, 1000)}
+_DP = [tuple(p.split()) for p in ("decimal places", "decimal place", "d . p", "d . p .", "dp", "decimal digits",
+                                  "decimal digit", "places of decimals", "places after the decimal point")]
+_SF = [tuple(p.split()) for p in ("significant figures", "significant figure", "sig figs", "sig fig",
+                                  "s . f", "s . f .", "sf", "significant digits", "significant digit")]
+
+
+def PLACES(g: Grammar, i: int):
+    """What to round to, as ("dp", n) decimal places, ("sf", n) significant figures or ("u", unit)."""
+    out = []
+    e = g.lit(i, ("the", "nearest")) or g.lit(i, ("nearest",))
+    if e is not None:
+        for name, unit in _NEAREST.items():
+            ph = tuple(name.split()) if name[0].isalpha() else None
+            if ph is not None:
+                e1 = g.lit(e, ph)
+            else:
+                tok = g.t[e] if e < g.n else None
+                e1 = e + 1 if tok is not None and tok.kind == "num" and tok.text == name else None
+            if e1 is not None:
+                out.append((e1, ("u", Fraction(unit))))
+        return out
+    for e, n in _places(g, i):
+        for kind, table in (("dp", _DP), ("sf", _SF)):
+            for ph in table:
+                e1 = g.lit(e, ph)
+                if e1 is not None and (kind == "dp" or n > 0):
+                    out.append((e1, (kind, n)))
+    return out
+
+
+def rounded(x: tuple, how: tuple) -> tuple:
+    """x (a literal number) rounded as `how` says; an exact tie (2.5 to the nearest whole number) is refused:
+    half up, half even and half away from zero disagree."""
+    kind, n = how[0], how[1]
+    if x[0] != "n":
+        return T.doubt(x)
+    v = x[2]
+    if kind == "u":
+        unit = n
+    elif kind == "dp":
+        unit = Fraction(1, 10 ** n)
+    else:
+        if v == 0:
+            return T.doubt(x)
+        e, a = 0, abs(v)
+        while a >= 10:
+            a, e = a / 10, e + 1
+        while a < 1:
+            a, e = a * 10, e - 1
+        unit = Fraction(10) ** (e - n + 1)
+    q = v / unit
+    tree = T.round_to(x, unit)
+    return T.doubt(tree) if q - (q.numerator // q.denominator) == Fraction(1, 2) else tree
+
+
+def MOD_SIGN(g: Grammar, i: int):
+    """`%` between two whole numbers as modulo: spaced on both sides or on neither ("17 % 5", "17%5"), never
+    "17% 5" (a percentage)."""
+    if i + 1 < g.n and g.t[i].kind == "sym" and g.t[i].text == "%" and g.t[i].sp == g.t[i + 1].sp:
+        return [(i + 1, None)]
+    return []
+
+
+ASKO = L("", "what is", "what's", "calculate", "compute", "evaluate", "find", "work out", "determine", "give")
+IS_WHAT = L("", "=", "= ?", "equals", "equals what", "is what", "is", "equals ?")
+REM_ASK = L("what is the remainder", "what's the remainder", "find the remainder", "what remainder do you get",
+            "what is the remainder left", "the remainder is", "what remains")
+INT_DIV_NOTE = L("", "( integer division )", "( floor division )", "using integer division",
+                 "using floor division")
+ROUND_TO = L("rounded to", "rounded off to", "correct to", "to", "round to", "rounded correct to")
+REMAINDER_FRAMES = [
+    (remainder, [PRE, POLITE, ASKO, L("the remainder when", "the remainder if", "remainder when"), E,
+                 L("is divided by"), E, *END]),
+    (remainder, [PRE, POLITE, ASKO, L("the remainder of", "remainder of"), E, L("divided by", "/", "\u00f7"), E,
+                 *END]),
+    (remainder, [PRE, L("when", "if"), E, L("is divided by"), E, L("", ","), REM_ASK, *END]),
+    (remainder, [PRE, E, L("divided by"), E, L(",", "", ";", "."), REM_ASK, *END]),
+    (remainder, [PRE, POLITE, ASKO, E, L("mod", "modulo"), E, IS_WHAT, *END]),
+    (remainder, [PRE, POLITE, ASKO, E, MOD_SIGN, E, IS_WHAT, *END]),
+    (int_div, [PRE, POLITE, ASKO, E, L("//"), E, INT_DIV_NOTE, IS_WHAT, *END]),
+    (int_div, [PRE, POLITE, ASKO, L("floor (", "the floor of ("), E, L("/", "\u00f7"), E, L(")"), *END]),
+    (int_div, [PRE, POLITE, ASKO, L("the integer quotient of", "the integer part of"), E, L("divided by"), E,
+               *END]),
+    (rounded, [PRE, POLITE, L("round", "round off"), E, ROUND_TO, PLACES, *END]),
+    (rounded, [PRE, POLITE, L("", "what is", "what's", "find", "give", "write", "express"), E, ROUND_TO, PLACES,
+               *END]),
+]
+
+EXPR_FRAMES = [*COMPARE_FRAMES, *REMAINDER_FRAMES,
     [PRE, POLITE, ASK, COLON, E, *END],
     [PRE, E, L("=", "= ?", "= what", "equals", "equals what", "equals ?", "is what", "is", "is what number",
                "equals what number", "is equal to what", "is equal to what number", "= what number"), *END],

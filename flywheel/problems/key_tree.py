@@ -175,6 +175,40 @@ def power(base: tuple, exp: tuple) -> tuple:
     return _node("^", (base, exp))
 
 
+def mod(a: tuple, b: tuple) -> tuple:
+    """a mod b, the remainder of whole a >= 0 divided by whole b > 0 (`%(17,5)`; the caller checks the
+    operands are such literals: for negatives writers' conventions differ)."""
+    return _node("%", (a, b))
+
+
+def floor_div(a: tuple) -> tuple:
+    """floor(a) (`_(..)`): "17 // 5" is floor(17/5), as "floor(17/5)"."""
+    return _node("_", (a,))
+
+
+def round_to(x: tuple, unit: Fraction) -> tuple:
+    """x rounded to the nearest multiple of `unit` (a power of ten: 1/100 for two decimal places, 10 for the
+    nearest ten) (`~(x,unit)`); the caller refuses exact ties (conventions differ: half up, half even)."""
+    return _node("~", (x, num(unit)))
+
+
+def substitute(t: tuple, by: tuple) -> tuple:
+    """t with the unknown replaced by the tree `by`, rebuilt through the constructors (f(x) = 2x + 3 at 4)."""
+    kind = t[0]
+    if kind == "v":
+        return by
+    if kind == "n":
+        return t
+    kids = [substitute(a, by) for a in args(t)]
+    if kind == "+":
+        return add(*kids)
+    if kind == "*":
+        return mul(*kids)
+    if kind == "-":
+        return neg(kids[0]) if kids[0][0] != "n" else _node("-", kids)
+    return _node(kind, kids)
+
+
 def doubt(t: tuple) -> tuple:
     """A reading that must not be keyed (an open-ended operand that writers bracket differently): its key
     contains `?(`, it has no value, and a text with such a reading gets no key."""
@@ -274,6 +308,21 @@ def _value(t: tuple, x: Fraction | None, memo: dict | None) -> Fraction | None:
         return abs(vals[0])
     if kind == "^":
         return _pow(vals[0], vals[1])
+    if kind == "%":
+        a, b = vals
+        ok = a.denominator == 1 and b.denominator == 1 and a >= 0 and b > 0
+        return Fraction(a.numerator % b.numerator) if ok else None
+    if kind == "_":
+        return Fraction(vals[0].numerator // vals[0].denominator)
+    if kind == "~":
+        x, unit = vals
+        if unit <= 0:
+            return None
+        q = x / unit
+        lo = q.numerator // q.denominator
+        if q - lo == Fraction(1, 2):
+            return None  # a tie: half up or half to even
+        return _small((lo + (1 if q - lo > Fraction(1, 2) else 0)) * unit)
     return None
 
 
@@ -335,7 +384,7 @@ def equation_form(lhs: tuple, rhs: tuple) -> tuple[int, int] | None:
 
 # -- keys back into trees ---------------------------------------------------------------------------------
 
-_KEY_TOKEN = re.compile(r"-?\d+(?:/\d+)?|x|[+*\-/^|]\(|,|\)")
+_KEY_TOKEN = re.compile(r"-?\d+(?:/\d+)?|x|[+*\-/^|%_~]\(|,|\)")
 _EQ_KEY = re.compile(r"q:(\d+)x([+-]\d+)")
 
 
@@ -371,7 +420,7 @@ def _rebuild(kind: str, children: list) -> tuple:
     """A parsed key's node, through the constructors (a canonical key rebuilds to itself)."""
     if kind in "+*":
         return (add if kind == "+" else mul)(*children) if len(children) >= 2 else ("bad", "")
-    if kind in "-/|":
+    if kind in "-/|_":
         return _node(kind, children) if len(children) == 1 else ("bad", "")
     return _node(kind, children) if len(children) == 2 else ("bad", "")
 
