@@ -46,3 +46,20 @@ def test_same_mathematics_same_key_different_mathematics_apart():
 
 def test_key_version():
     assert canonical.KEY_VERSION == "k6"
+
+
+@pytest.mark.parametrize("text,want", [
+    ("f(x) = 2x + 3. What is f(4)?", 11), ("Let g(x) = x^2 - 1; find g(3)", 8), ("If h(t) = 3t - 7, what is h(5)?", 8),
+    ("f(x) = x^2. What is f(-3)?", 9), ("Let f(x) = x + 5 and g(x) = 4*x. What is g(f(3))?", 32),
+    ("let f(x) = x + 5 and g(x) = 4*x. what is f(g(3))?", 17), ("f(x) = x/(x - 1). Find f(3).", F(3, 2)),
+])
+def test_function_values(text, want):
+    assert V(text) == want, (text, K(text))
+
+
+@pytest.mark.parametrize("text", [
+    "f(x) = 2x. What is g(3)?", "f(x) = 2x and f(x) = 3x. What is f(1)?", "f(x) = 2x + y. What is f(1)?",
+    "f(x) = x + 1 and g(x) = 2x. What is f(2)?", "f(x) = 2x. What is f(y)?",
+])
+def test_function_refused(text):
+    assert K(text) is None, (text, K(text))

@@ -361,6 +361,62 @@ EQ_FRAMES = [  # (kind, parts); the unknown is the Grammar's one-letter var
                                                     "evaluate", "give", "determine", "what is the value of"),
            V, *END]),
 ]
+# -- function values (k6): "f(x) = 2x + 3. What is f(4)?" ----------------------------------------------------
+
+def _fname(g: Grammar, i: int) -> str | None:
+    tok = g.t[i] if i < g.n else None
+    ok = tok is not None and tok.kind == "word" and len(tok.text) == 1 and tok.text != g.var
+    return tok.text if ok and g.lit(i + 1, ("(",)) is not None else None
+
+
+def FDEF(g: Grammar, i: int):
+    """'f(x)' where x is the Grammar's unknown: the function's name."""
+    name = _fname(g, i)
+    if name is None or g.is_var(i + 2) != i + 3 or g.lit(i + 3, (")",)) is None:
+        return []
+    return [(i + 4, ("fn", name))]
+
+
+def FCALL(g: Grammar, i: int):
+    """'f(4)', 'g(f(3))': (names outermost first, the argument), the argument free of the unknown."""
+    name = _fname(g, i)
+    if name is None:
+        return []
+    out = [(e + 1, (("fn", name), p.tree)) for e, p in g.E(i + 2)
+           if g.lit(e, (")",)) is not None and not T.has_var(p.tree)]
+    out += [(e + 1, (("fn", name + inner[0][1]), inner[1])) for e, inner in FCALL(g, i + 2)
+            if g.lit(e, (")",)) is not None]
+    return out
+
+
+def function_value(*caps) -> tuple:
+    """The body with the argument substituted, innermost call first; a name defined twice or not defined, or a
+    definition that is not used, is a doubt (no key)."""
+    *defs, call = caps
+    bodies: dict[str, tuple] = {}
+    for name, body in zip(defs[::2], defs[1::2], strict=True):
+        if name[1] in bodies:
+            return T.doubt(body)
+        bodies[name[1]] = body
+    names, tree = call[0][1], call[1]
+    if any(n not in bodies for n in names) or set(bodies) != set(names):
+        return T.doubt(tree)
+    for n in reversed(names):
+        tree = T.substitute(bodies[n], tree)
+    return tree
+
+
+FN_LEAD = L("", "let", "if", "given", "given that", "suppose", "suppose that", "define", "consider")
+FN_SEP = L(".", ",", ";", "and", ", and")
+FN_ASK = L("", "what is", "what's", "find", "calculate", "compute", "evaluate", "determine", "give", "work out",
+           "what is the value of", "find the value of", "then what is", "then find")
+FUNCTION_FRAMES = [
+    ("e", [PRE, FN_LEAD, FDEF, L("="), E, L("", ".", ",", ";"), FN_ASK, FCALL, *END], function_value),
+    ("e", [PRE, FN_LEAD, FDEF, L("="), E, FN_SEP, FDEF, L("="), E, L("", ".", ",", ";"), FN_ASK, FCALL, *END],
+     function_value),
+]
+
+
 def _amount(t: tuple) -> tuple:
     """'when increased by B': an amount only where B is whole ("by a third" is relative, "by 1/3" either)."""
     return T.doubt(t) if nonwhole(t) else t
@@ -424,7 +480,7 @@ def readings(toks: list[Tok], work: list[int] | None = None) -> dict[tuple, tupl
                 build, parts = frame if isinstance(frame, tuple) else (lambda t: t, frame)
                 found += [("e", build(*caps)) for caps in match(g2, parts)]
     letters = sorted({t.text for t in toks if t.kind == "word" and len(t.text) == 1})
-    modes = [(v, EQ_FRAMES) for v in letters] if len(letters) <= MAX_LETTERS else []
+    modes = [(v, EQ_FRAMES + FUNCTION_FRAMES) for v in letters] if len(letters) <= MAX_LETTERS else []
     if _phrase_in(toks, (("what", "number"), ("which", "number"))):
         modes.append(("#what", NUMBER_FRAMES["#what"]))
     if _phrase_in(toks, (("a", "number"), ("the", "number"))):
