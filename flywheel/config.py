@@ -251,7 +251,7 @@ class FileTransferConfig:
     seed: int = TRANSFER_SEED
     max_tokens: int = BUDGETS.answer_tokens
     # Every condition, in report order; `text` needs `nearest` (it is compared with it). `transfer` with `base`
-    # records the transfer gates' evidence (`evals/gates.py`).
+    # records the transfer gates' evidence (`evals/gate_evidence.py`).
     conditions: tuple[str, ...] = ("base", "empty", "random", "nearest", "text", "transfer", "system")
 
 

@@ -63,3 +63,19 @@ def test_function_values(text, want):
 ])
 def test_function_refused(text):
     assert K(text) is None, (text, K(text))
+
+
+@pytest.mark.parametrize("text,want", [
+    ("Let a = 4. Let b = 2*a - 3. What is b?", 5), ("If a equals 0 and b = 7a - 20, what is b?", -20),
+    ("a = 0; b = 7a - 20; find b", -20), ("Let k = -2. Let m = k^2 + 3. Calculate m.", 7),
+])
+def test_chains_of_definitions(text, want):
+    assert V(text) == want, (text, K(text))
+
+
+@pytest.mark.parametrize("text", [
+    "Let a = 4. Let b = 2*a - 3. What is a?", "Let a = 4. Let b = 2*c - 3. What is b?",
+    "Let a = 4. Let a = 2*a. What is a?", "Let a = b. Let b = 2*a. What is b?",
+])
+def test_chains_refused(text):
+    assert K(text) is None, (text, K(text))

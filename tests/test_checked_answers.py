@@ -3,7 +3,7 @@
 - `Solver.solve`'s last step (`check_computed`): a text with a computed value gets `verified` True or False
   against it, never None, and a wrong answer says what the value is;
 - the service queues a computable text memory did not answer as verified, with its computed gold;
-- the `similar` and `transfer` routes are closed until `eval transfer` evidence (`evals/gates.py`, recorded
+- the `similar` and `transfer` routes are closed until `eval transfer` evidence (`evals/gate_evidence.py`, recorded
   in `catalog.gates`) shows they beat the base model for that (model, library);
 - `problems check` names the golds it could not check.
 """
@@ -21,7 +21,7 @@ from serve_harness import GALAHAD, seed_solution, serve_env, serving
 
 from galahad.flywheel.catalog import problem_hash
 from galahad.flywheel.cli.cmd_solve import mark
-from galahad.flywheel.evals.gates import evidence
+from galahad.flywheel.evals.gate_evidence import evidence
 from galahad.flywheel.memory.solver import Answer, Solver
 from galahad.flywheel.problems.golds import same_gold
 from galahad.flywheel.service.answering import Answering

@@ -15,7 +15,7 @@ import pytest
 from galahad.flywheel.app.intake import GoldConflict, admit
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.problems.records import Problem
-from galahad.flywheel.problems.scopes import scoped_id
+from galahad.flywheel.problems.scope_ids import scoped_id
 
 PAIRS = 20
 

@@ -35,3 +35,14 @@ def test_console_script_lists_subcommands():
     script = Path(sys.executable).parent / "galahad"  # the venv's console script, PATH or not
     out = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True)
     assert "exactness" in out.stdout
+
+
+def test_no_product_module_name_appears_twice():
+    # one concept, one name: a module name says which concept it owns, in one place only
+    root = Path(__file__).resolve().parents[1]
+    names: dict[str, list[str]] = {}
+    for folder in ("flywheel", "workers", "verifier", "kernels"):
+        for path in (root / folder).rglob("*.py"):
+            if path.name != "__init__.py":
+                names.setdefault(path.name, []).append(str(path.relative_to(root)))
+    assert {n: p for n, p in names.items() if len(p) > 1} == {}

@@ -21,7 +21,7 @@ from galahad.flywheel.catalog.scopes import ScopedCatalog
 from galahad.flywheel.catalog.tenants import split_token, token_digest
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.records import Problem, problem_hash
-from galahad.flywheel.problems.scopes import scoped_id
+from galahad.flywheel.problems.scope_ids import scoped_id
 
 FP = ("model-fp", "runtime-fp")
 
@@ -95,7 +95,7 @@ def test_scopes_isolate_and_promotion_shares(catalog_url):
 
 def test_library_chains_are_scoped_by_name(catalog_url):
     from galahad.flywheel.memory.library_names import library_name
-    from galahad.flywheel.problems.scopes import library_scope
+    from galahad.flywheel.problems.scope_ids import library_scope
 
     assert library_name({"template": "t1", "scope": "alice"}) == "alice/template:t1"
     assert library_name({"template": "t1", "scope": "shared"}) == "template:t1" == library_name({"template": "t1"})

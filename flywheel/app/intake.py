@@ -6,7 +6,7 @@ Every way a problem reaches the learner goes through `admit`: `galahad run --pro
 - two golds for the same problem (the same text hash or the same canonical key) must agree, within the
   batch and against the catalog: a second, different gold is a `GoldConflict` (HTTP 409), never a silent
   first-wins; the check is atomic with the insert (`catalog.golds`), so concurrent submits cannot race;
-- a batch goes into one memory scope (`problems/scopes.py`): a tenant's, or `shared`;
+- a batch goes into one memory scope (`problems/scope_ids.py`): a tenant's, or `shared`;
 - each problem records who vouches for its gold (`gold_source`): `computed` when it equals the computed
   value, else `given_by` (a file and its `source`, or the API caller's identity and `source`).
 All text is parsed here, outside any database transaction; the batch is all or nothing.
@@ -20,7 +20,7 @@ from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.check import refuse_bad_golds
 from galahad.flywheel.problems.golds import check_gold, gold_source, same_gold
 from galahad.flywheel.problems.records import Problem
-from galahad.flywheel.problems.scopes import SHARED, scoped_id
+from galahad.flywheel.problems.scope_ids import SHARED, scoped_id
 
 
 class GoldConflict(GalahadError):

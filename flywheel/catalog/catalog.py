@@ -31,11 +31,11 @@ from sqlalchemy import Connection, Table, func, insert, select
 from sqlalchemy import exc as sa_exc
 
 from galahad.flywheel.artifacts.store import PUT_THREADS
+from galahad.flywheel.catalog.admission import Golds
 from galahad.flywheel.catalog.artifacts import Artifacts, store_location
 from galahad.flywheel.catalog.db import now, open_engine, reader_engine, redact, write_transaction
 from galahad.flywheel.catalog.evictions import Evictions
 from galahad.flywheel.catalog.gates import Gates
-from galahad.flywheel.catalog.golds import Golds
 from galahad.flywheel.catalog.libraries import Libraries
 from galahad.flywheel.catalog.part import PREFIX, id_prefix, new_id
 from galahad.flywheel.catalog.problems import Problems
@@ -49,7 +49,7 @@ from galahad.flywheel.catalog.scopes import Scopes
 from galahad.flywheel.catalog.tenants import Tenants
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.records import problem_hash  # one definition of "the same problem"
-from galahad.flywheel.problems.scopes import SHARED, check_scope
+from galahad.flywheel.problems.scope_ids import SHARED, check_scope
 
 P, R, A, V, ART = (TABLES[t] for t in ("problems", "runs", "attempts", "verifications", "artifacts"))
 __all__ = ["Catalog", "PUT_THREADS", "problem_hash", "now", "new_id", "store_location"]

@@ -17,7 +17,7 @@ from galahad.flywheel.catalog.db import now
 from galahad.flywheel.catalog.part import ART_LIGHT, Fingerprints, Part, made_under, one, rows
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import ChainConflict, GalahadError
-from galahad.flywheel.problems.scopes import library_scope
+from galahad.flywheel.problems.scope_ids import library_scope
 
 ART, LIB, ENT = (TABLES[t] for t in ("artifacts", "libraries", "library_entries"))
 

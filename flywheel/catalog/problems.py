@@ -20,7 +20,7 @@ from galahad.flywheel.catalog.schema import PROBLEM_STATUSES, TABLES
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems import canonical
 from galahad.flywheel.problems.records import problem_hash  # one definition of "the same problem"
-from galahad.flywheel.problems.scopes import SHARED
+from galahad.flywheel.problems.scope_ids import SHARED
 from galahad.flywheel.problems.shapes import shape_hash
 
 P, KEY, SHAPE = TABLES["problems"], TABLES["problem_keys"], TABLES["problem_shapes"]

@@ -22,7 +22,7 @@ from galahad.flywheel.catalog.part import Fingerprints, Part, rows
 from galahad.flywheel.catalog.problems import oldest_of_shape
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.problems.scopes import SHARED
+from galahad.flywheel.problems.scope_ids import SHARED
 
 P, A, V, KEY, REC, ART = (TABLES[t] for t in ("problems", "attempts", "verifications", "problem_keys", "recalls",
                                               "artifacts"))
@@ -84,7 +84,7 @@ class Recalls(Part):
         (`by_key(key)`), `numbers` (`by_numbers(numbers)`), each a list made under `fingerprints`, and
         `shape`: the template and topic of the oldest problem of `shape_hash` (`problems.classify`), or
         None. A None argument asks nothing of that kind (an empty list, or None). `scope`: only problems
-        that scope sees (its own and shared; `problem_id` then a list of its ids: `problems.scopes.ids_for`)."""
+        that scope sees (its own and shared; `problem_id` then a list of its ids: `problems.scope_ids.ids_for`)."""
         asked = {"hash": problem_id, "key": key, "numbers": numbers}
         branches = [_recalled_stmt(BY[kind](value), fingerprints=fingerprints, scope=scope)
                     .add_columns(literal(kind).label("match"))

@@ -76,7 +76,7 @@ class ProblemRow(Base):
     claims: Mapped[int] = mapped_column(Integer, default=0)  # how often it was handed out
     created_at: Mapped[datetime] = mapped_column(DateTime)
     updated_at: Mapped[datetime] = mapped_column(DateTime)
-    # Migration 0006: whose memory it is (`problems/scopes.py`): a tenant's name, or `shared`.
+    # Migration 0006: whose memory it is (`problems/scope_ids.py`): a tenant's name, or `shared`.
     scope: Mapped[str] = mapped_column(SCOPE, default="shared", server_default="shared")
 
 

@@ -21,7 +21,7 @@ from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.golds import same_gold
 from galahad.flywheel.problems.records import problem_hash
-from galahad.flywheel.problems.scopes import (
+from galahad.flywheel.problems.scope_ids import (
     SHARED,
     check_scope,
     library_scope,

@@ -17,7 +17,7 @@ from galahad.flywheel.catalog.db import now
 from galahad.flywheel.catalog.part import Part, one, rows
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.problems.scopes import NAME, SHARED
+from galahad.flywheel.problems.scope_ids import NAME, SHARED
 
 T, P, ART = TABLES["tenants"], TABLES["problems"], TABLES["artifacts"]
 PREFIX = "gt-"

@@ -95,9 +95,9 @@ def print_transfer(s: dict, path: Path, pngs: list[Path]) -> None:
 
 
 def record_gates(catalog, engine, manifest: dict) -> list[dict]:
-    """The transfer gates' evidence in this manifest (`evals/gates.py`), recorded in the catalog; the rows."""
+    """The transfer gates' evidence in this manifest (`evals/gate_evidence.py`), recorded in the catalog; the rows."""
     from galahad.flywheel.evals.evidence import sealed
-    from galahad.flywheel.evals.gates import evidence
+    from galahad.flywheel.evals.gate_evidence import evidence
 
     rows = evidence(manifest["records"], sealed(manifest)["manifest_sha256"], engine.model_fingerprint)
     catalog.gates.record(rows)

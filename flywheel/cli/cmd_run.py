@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 def _scope(catalog, tenant: str | None) -> str:
     """The memory scope `--tenant` names: a tenant the catalog knows (revoked ones too: their memory
     stays theirs), or shared without it."""
-    from galahad.flywheel.problems.scopes import SHARED
+    from galahad.flywheel.problems.scope_ids import SHARED
 
     if tenant is None or tenant == SHARED:
         return SHARED

@@ -1,6 +1,6 @@
 """`galahad tenants add NAME | ls | rotate NAME | revoke NAME` and `galahad memory promote | ls`.
 
-Tenants share one `galahad serve` and one catalog, each with its own memory scope (`problems/scopes.py`).
+Tenants share one `galahad serve` and one catalog, each with its own memory scope (`problems/scope_ids.py`).
 `add` and `rotate` print the tenant's token once (`--json`: `{"name", "token"}`); only its salted hash
 is stored. Once any tenant exists, `serve` requires a tenant's token (or the admin's `GALAHAD_API_TOKEN`)
 on every endpoint but `/healthz`. `memory promote PROBLEM_ID --to shared` moves a tenant's verified

@@ -10,7 +10,7 @@ catalog. Conditions, all greedy and in the memory's prompt format unless noted:
              for held-out templates), as `solve` picks them (`memory/policy.py`): one condition per
              retrieval policy studied.
 Each library policy is compared, paired on the same problems, against each control. The condition that
-grafts what `solve` grafts, beside `base`, is the evidence for its library's transfer gate (`evals/gates.py`).
+grafts what `solve` grafts, beside `base`, is the evidence for its library's transfer gate (`evals/gate_evidence.py`).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def plan(catalog, cfg: TransferConfig, fingerprints: tuple[str, str] | None = No
         for scope, library in scopes:
             for n in cfg.max_solutions:
                 tail = library_prefix(catalog, library, n, fingerprints)
-                if tail:  # `library`: the gate this condition is evidence for (`evals/gates.py`)
+                if tail:  # `library`: the gate this condition is evidence for (`evals/gate_evidence.py`)
                     out.append((spec(f"library:{scope}:n{n}", "query", tail), {**meta, "library": library}))
     return out
 

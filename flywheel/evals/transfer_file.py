@@ -9,7 +9,7 @@
            cost higher;
   transfer `Solver.solve(gated=False)`: the walk with every route memory has, similar and transfer
            wherever they reach (whatever their gates say); with `base`, the evidence that opens or closes
-           each (model, library) gate (`evals/gates.py`, recorded by the command in `catalog.gates`);
+           each (model, library) gate (`evals/gate_evidence.py`, recorded by the command in `catalog.gates`);
   system   `Solver.solve` itself (hash -> key -> similar -> transfer -> base, similar and transfer only
            where their gate is open), each route it answers run as a recorded spec: the record of the
            route it accepts, and every route it tried.

@@ -410,7 +410,25 @@ FN_LEAD = L("", "let", "if", "given", "given that", "suppose", "suppose that", "
 FN_SEP = L(".", ",", ";", "and", ", and")
 FN_ASK = L("", "what is", "what's", "find", "calculate", "compute", "evaluate", "determine", "give", "work out",
            "what is the value of", "find the value of", "then what is", "then find")
+def VNAME(g: Grammar, i: int):
+    """A second one-letter name (not the Grammar's unknown): 'b' in 'Let a = 4. Let b = 2*a - 3.'"""
+    tok = g.t[i] if i < g.n else None
+    ok = tok is not None and tok.kind == "word" and len(tok.text) == 1 and tok.text != g.var
+    return [(i + 1, ("nm", tok.text))] if ok else []
+
+
+def chain_value(first: tuple, name: tuple, body: tuple, asked: tuple) -> tuple:
+    """'Let a = 4. Let b = 2*a - 3. What is b?': b's definition with a's value substituted (keyed as the
+    mathematics 2*4 - 3, like a function value); a first definition with an unknown in it, or a question
+    about another name, is a doubt."""
+    tree = T.substitute(body, first)
+    return T.doubt(tree) if T.has_var(first) or name[1] != asked[1] else tree
+
+
 FUNCTION_FRAMES = [
+    ("e", [PRE, L("", "let", "if", "given", "given that", "suppose"), V, L("=", "equals", "be"), E,
+           L(".", ",", ";", "and", ", and"), L("", "let", "and", "and let"), VNAME, L("=", "be", "equals"), E,
+           L("", ".", ",", ";"), FN_ASK, VNAME, *END], chain_value),
     ("e", [PRE, FN_LEAD, FDEF, L("="), E, L("", ".", ",", ";"), FN_ASK, FCALL, *END], function_value),
     ("e", [PRE, FN_LEAD, FDEF, L("="), E, FN_SEP, FDEF, L("="), E, L("", ".", ",", ";"), FN_ASK, FCALL, *END],
      function_value),

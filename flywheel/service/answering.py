@@ -242,7 +242,7 @@ class Answering:
                  "top": [{"token": text([t]), "logprob": lp} for t, lp in s.top]}
                 for s in score(self.engine, self.solver.store, route, r.output_token_ids, how.logprobs or 0, greedy)]
 
-    scope = "shared"  # the memory scope golds go into (`problems.scopes.SHARED`; a tenant's: `tenancy.py`)
+    scope = "shared"  # the memory scope golds go into (`problems.scope_ids.SHARED`; a tenant's: `tenancy.py`)
 
     def queue(self, problem: str, gold: str) -> bool:
         """Hand a problem with its gold answer to the learner; True when it is (now) waiting in the queue."""

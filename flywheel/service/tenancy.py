@@ -32,7 +32,7 @@ from galahad.flywheel.catalog.scopes import ScopedCatalog
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.memory.solver import Solver
 from galahad.flywheel.problems.records import problem_hash
-from galahad.flywheel.problems.scopes import SHARED, library_scope, scoped_id
+from galahad.flywheel.problems.scope_ids import SHARED, library_scope, scoped_id
 from galahad.flywheel.service.answering import Answering, NotFound, _id
 from galahad.flywheel.service.security import Caller
 

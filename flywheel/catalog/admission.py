@@ -1,4 +1,4 @@
-"""`catalog.golds`: adding problems whose golds must agree with the catalog's, atomically.
+"""`catalog.golds` (this module: `Golds`): adding problems whose golds must agree with the catalog's, atomically.
 
 Two golds for the same problem (the same text hash, or the same canonical key) within a scope must agree
 (`app.intake`). Checking with a read and then inserting in another transaction races: two callers
@@ -29,7 +29,7 @@ from galahad.flywheel.catalog.problems import key_row
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.records import problem_hash
-from galahad.flywheel.problems.scopes import SHARED
+from galahad.flywheel.problems.scope_ids import SHARED
 
 P, KEY = TABLES["problems"], TABLES["problem_keys"]
 GOLD_COLS = (P.c.id, P.c.text, P.c.answer, P.c.source, P.c.gold_source)
