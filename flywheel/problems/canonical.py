@@ -107,7 +107,8 @@ Refused as ambiguous (no key), and why:
 - a mixed number read as two list items in a product ("the product of two and a half and four": 4 as a
   list, 10 as 2 1/2 * 4; "the product of 2 and 1/2 and 4"); sums are kept, the readings agree there.
 k6 (key_frames.REMAINDER_FRAMES, FUNCTION_FRAMES): "f(x) = 2x + 3. What is f(4)?", "Let f(x) = x + 5 and
-g(x) = 4x. What is g(f(3))?" keyed as the body with the argument substituted (the same mathematics as 2*4 + 3); "the remainder when A is divided by B", "A mod/modulo B", "A % B" (spaced
+g(x) = 4x. What is g(f(3))?" keyed as the body with the argument substituted (the same mathematics as 2*4 + 3), and "Let a = 4. Let
+b = 2*a - 3. What is b?" (one value, one definition using it) as b's definition with a substituted; "the remainder when A is divided by B", "A mod/modulo B", "A % B" (spaced
 alike on both sides), "A // B", "floor(A/B)" for whole literals A >= 0, B > 0 only (`%(A,B)`, `_(A/B)`);
 rounding a literal "to the nearest ten/hundredth/whole number", "to N decimal places / d.p.", "to N
 significant figures / s.f." (`~(x,unit)`, exact ties refused: half up and half even disagree).
