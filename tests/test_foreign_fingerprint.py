@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from helpers import record_gate
 from local_depositor import LocalDepositor
 
 from galahad.flywheel.artifacts.store import LocalStore
@@ -69,6 +70,8 @@ def test_deposit_and_solve_ignore_a_foreign_fingerprint_library(tmp_path, model_
         assert not set(rec.grafted_artifacts) & set(foreign)
         transfer = solver.transfer("What is 1 + 1?", "t-add", "arith")
         assert transfer is not None and transfer.grafted_artifacts == [d.artifact_id for d in placed]
+        assert solver.solve("What is 6 + 1?", "t-add", "arith").path == "base"  # no evidence yet: the gate is shut
+        record_gate(cat, fps[0], LIB)  # an eval showed transfer pays for our model in this library
         ans = solver.solve("What is 6 + 1?", "t-add", "arith")
         assert ans.path == "transfer" and ans.grafted_artifacts == [d.artifact_id for d in placed]
     finally:
