@@ -67,6 +67,7 @@ def test_a_run_in_codes_mode_deposits_under_the_codes_runtime(tmp_path, model_ca
 
 
 @needs_codes
+@pytest.mark.slow  # ~20 s: a run, then grafts under two runtimes
 def test_memory_learned_in_codes_mode_grafts_in_codes_mode_and_is_foreign_to_stock(tmp_path, model_cache):
     url = f"sqlite:///{tmp_path / 'c.sqlite3'}"
     dep = LocalDepositor("tiny", model_cache, CODES, url, tmp_path / "store")
