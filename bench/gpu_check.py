@@ -33,7 +33,6 @@ Exit status 0 only when every exactness count equals its sample count and every 
 from __future__ import annotations
 
 import argparse
-import copy
 import hashlib
 import json
 import os
@@ -189,23 +188,12 @@ def deposit_main(plan_path: str) -> int:
 
 def graft_side(engine, cases, ids, store) -> dict:
     """graft == fresh and serving == fresh for every case, by SHA-256 of the logits bytes."""
-    from galahad.flywheel.artifacts.format import decode
-    from galahad.flywheel.memory import recall
-    from galahad.workers.graft import restore
+    from galahad.flywheel.evals.exactness import graft_and_fresh
 
     equal = serving_equal = 0
     first = None
     for c, art_id in zip(cases, ids, strict=True):
-        plen = len(c.prefix)
-        ref_cache = engine.new_cache()
-        engine.prefill(ref_cache, c.prefix, 0)
-        serving_ref_cache = copy.deepcopy(ref_cache)
-        ref = engine.forward(ref_cache, c.query, plen)
-        art = decode(store.get(art_id), art_id)
-        graft = engine.forward(restore(engine, [art]), c.query, plen)
-        serving_cache, start, _ = recall.graft(engine, store, art_id)
-        serving = engine.prefill(serving_cache, c.query, start, last_only=True)
-        serving_ref = engine.prefill(serving_ref_cache, c.query, plen, last_only=True)
+        _, ref, graft, serving, serving_ref = graft_and_fresh(engine, c, art_id, store)
         equal += logits_sha(ref) == logits_sha(graft)
         serving_equal += logits_sha(serving) == logits_sha(serving_ref)
         if first is None:

@@ -25,9 +25,8 @@ from sqlalchemy import select
 
 from galahad.flywheel.catalog.db import now
 from galahad.flywheel.catalog.part import Part, rows
-from galahad.flywheel.catalog.problems import key_row
+from galahad.flywheel.catalog.problems import key_row, new_row
 from galahad.flywheel.catalog.schema import TABLES
-from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.records import problem_hash
 from galahad.flywheel.problems.scope_ids import SHARED
 
@@ -44,16 +43,7 @@ class Golds(Part):
         problem of `scope` (or shared) that has one of the items' ids or canonical keys, after their locks
         are held: whatever it raises rolls the batch back. Returns the ids."""
         t = now()
-        new = []
-        for it in items:
-            if not isinstance(it.get("text"), str) or not it["text"].strip():
-                raise GalahadError("a problem needs non-empty text")
-            new.append(dict(
-                id=it["id"], text=it["text"], answer=str(it["answer"]), source=it["source"], topic=it["topic"],
-                template=it.get("template"), external_id=it.get("external_id"), gold_source=it.get("gold_source"),
-                status="pending", claimed_by=None, lease_until=None, claims=0, created_at=t, updated_at=t,
-                **self._catalog.scoped(scope),
-            ))
+        new = [new_row(it, t, it["id"], **self._catalog.scoped(scope)) for it in items]
         unique = list({r["id"]: r for r in new}.values())
         keys = [key_row(r["id"], r["text"]) for r in unique]  # user text parsed outside the transaction
         ids = sorted(r["id"] for r in unique)

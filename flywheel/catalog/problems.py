@@ -45,6 +45,17 @@ def key_row(problem_id: str, text: str) -> dict[str, Any]:
             "canonical_key": canonical.canonical_key(text), "numbers": canonical.numbers(text)[:500]}
 
 
+
+def new_row(it: dict[str, Any], t, pid: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A pending problem row for item `it` (text, answer, source, topic[, template, external_id, gold_source]),
+    its id `pid` or else the hash of its normalized text; `extra`: more columns (its scope)."""
+    if not isinstance(it.get("text"), str) or not it["text"].strip():
+        raise GalahadError("a problem needs non-empty text")
+    return dict(id=pid or problem_hash(it["text"]), text=it["text"], answer=str(it["answer"]), source=it["source"],
+                topic=it["topic"], template=it.get("template"), external_id=it.get("external_id"),
+                gold_source=it.get("gold_source"), status="pending", claimed_by=None, lease_until=None, claims=0,
+                created_at=t, updated_at=t, **extra)
+
 class Problems(Part):
     # -- writes ------------------------------------------------------------------------------------
 
@@ -59,16 +70,7 @@ class Problems(Part):
     def add_many(self, items: list[dict[str, Any]]) -> list[str]:
         """Bulk `add` in one transaction: dicts with text, answer, source, topic[, template, external_id]."""
         t = now()
-        new = []
-        for it in items:
-            if not isinstance(it.get("text"), str) or not it["text"].strip():
-                raise GalahadError("a problem needs non-empty text")
-            new.append(dict(
-                id=problem_hash(it["text"]), text=it["text"], answer=str(it["answer"]), source=it["source"],
-                topic=it["topic"], template=it.get("template"), external_id=it.get("external_id"),
-                gold_source=it.get("gold_source"),
-                status="pending", claimed_by=None, lease_until=None, claims=0, created_at=t, updated_at=t,
-            ))
+        new = [new_row(it, t) for it in items]
         unique = {r["id"]: r for r in new}.values()
         keys = [key_row(r["id"], r["text"]) for r in unique]  # parsed outside the transaction
         with self.write() as conn:

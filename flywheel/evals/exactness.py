@@ -74,24 +74,31 @@ def _kl_max(p_logits: torch.Tensor, q_logits: torch.Tensor) -> float:
     return float((p.exp() * (p - q)).sum(-1).max())
 
 
+def graft_and_fresh(engine: Engine, c: Case, art_id: str, store: LocalStore) -> tuple:
+    """One case's artifact and the four logits the proof compares: a fresh prefill's and the graft's over the
+    query (every position); and the serving configuration (what `solve`, evals and replay run through
+    `recall.graft_decode`: the artifact read by the store's hashed one-buffer path, restored, then the query's
+    chunked prefill with logits at the last position only) on the graft and on the fresh prefill."""
+    plen = len(c.prefix)
+    ref_cache = engine.new_cache()
+    engine.prefill(ref_cache, c.prefix, 0)
+    serving_ref_cache = copy.deepcopy(ref_cache)
+    ref = engine.forward(ref_cache, c.query, plen)
+    art = decode(store.get(art_id), art_id)
+    graft = engine.forward(restore(engine, [art]), c.query, plen)
+    serving_cache, start, _ = recall.graft(engine, store, art_id)
+    serving = engine.prefill(serving_cache, c.query, start, last_only=True)
+    serving_ref = engine.prefill(serving_ref_cache, c.query, plen, last_only=True)
+    return art, ref, graft, serving, serving_ref
+
+
 def prove(engine: Engine, cases: list[Case], artifact_ids: list[str], store: LocalStore) -> dict:
     """Every comparison is by bytes (SHA-256 of the fp32 logits), never by tolerance."""
     rows = []
     tbt_checked = engine.kernels.token_by_token_exact
     for c, art_id in zip(cases, artifact_ids, strict=True):
         plen = len(c.prefix)
-        ref_cache = engine.new_cache()
-        engine.prefill(ref_cache, c.prefix, 0)
-        serving_ref_cache = copy.deepcopy(ref_cache)
-        ref = engine.forward(ref_cache, c.query, plen)
-        art = decode(store.get(art_id), art_id)
-        graft = engine.forward(restore(engine, [art]), c.query, plen)
-        # The serving configuration (what `solve`, evals and replay run through `recall.graft_decode`): the
-        # artifact read by the store's hashed one-buffer path, restored, then the query's chunked prefill with
-        # logits at the last position only, against the same on a freshly prefilled cache.
-        serving_cache, start, _ = recall.graft(engine, store, art_id)
-        serving = engine.prefill(serving_cache, c.query, start, last_only=True)
-        serving_ref = engine.prefill(serving_ref_cache, c.query, plen, last_only=True)
+        art, ref, graft, serving, serving_ref = graft_and_fresh(engine, c, art_id, store)
         shifted_ref_cache = engine.new_cache()
         engine.prefill(shifted_ref_cache, c.prefix, 0, shift=c.shift)
         shifted_ref = engine.forward(shifted_ref_cache, c.query, plen, shift=c.shift)
