@@ -257,6 +257,34 @@ def _retry_after(headers: dict) -> int:
     return int(value)
 
 
+def test_conflicting_concurrent_submits_one_200_one_409_every_time(world):
+    """20 pairs over HTTP, each pair's two submits sent at the same moment with different golds for one text
+    (no computable value: only the two callers vouch for it): the check is atomic with the insert, so exactly
+    one is taken (200) and the other refused (409), every time, on both databases."""
+    import threading
+
+    w = world
+    tag = uuid.uuid4().hex[:8]
+    outcomes = []
+    for i in range(20):
+        text = f"What is the blorp {tag} of wug {i}?"
+        results: list[int] = []
+        start = threading.Barrier(2)
+
+        def submit(gold: str, text=text, results=results, start=start):
+            body = [{"id": f"r{gold}", "problem": text, "answer": gold, "topic": "t", "source": "race"}]
+            start.wait()
+            results.append(call(w, "bob", "POST", "/v1/problems", body)[0])
+
+        threads = [threading.Thread(target=submit, args=(g,)) for g in ("1", "2")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        outcomes.append(sorted(results))
+    assert outcomes == [[200, 409]] * 20, outcomes
+
+
 def test_quotas_are_429_with_retry_after(world):
     w = world
     probs = [{"id": f"c{i}", "problem": f"What is {30 + i} + 4?", "answer": str(34 + i), "topic": "t",
