@@ -67,8 +67,9 @@ def test_near_misses_never_reach_a_learned_gold(memory):
     # the learned problems themselves, and true paraphrases, do reach their gold
     assert [r.path for r in solver.routes("What is 3 + 4?")][:1] == ["hash"]
     assert [(r.path, r.gold) for r in solver.routes("Add 4 and 3.")][:1] == [("key", "7")]
-    ans = solver.solve("What is 9 mod 3?")
-    assert ans.verified is None and ans.gold_source is None
+    ans = solver.solve("What is 9 mod 3?")  # keyed as its own mathematics (value 0), never as "9 - 3"
+    assert ans.path not in ("hash", "key") and ans.matched_problem is None
+    assert ans.computed == "0" and ans.verified is same_gold("0", ans.answer)  # checked against 0, not 6
 
 
 def test_recalls_carry_gold_provenance(memory):
