@@ -63,9 +63,18 @@ def pytest_runtest_makereport(item, call):
             report.longrepr = f"skipped under CI=true, where nothing may skip but an opt-in test: {reason}"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """A test that needs a running `galahad serve` (the `served` fixture: Ray, Serve and a model, ~20-30 s to
+    start on this machine kind) belongs to the slow tier: the quick tier keeps every test under ~20 s."""
+    for item in items:
+        if "served" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _codes_kernel_cpu(request) -> None:
-    """A `codes_kernel` test on a CPU the codes kernel cannot run on (neither AVX-512 nor AVX2 with FMA) checks
+    """A `codes_kernel` test on a CPU the codes kernel cannot run on (without AVX2 and FMA) checks
     the one-line refusal instead and ends xfailed (`tests/codes_cpu.py`): it neither skips (a failure under
     CI=true) nor fails."""
     if request.node.get_closest_marker("codes_kernel") is not None:

@@ -136,6 +136,7 @@ def test_a_corrupted_object_is_refused_never_returned(seaweed, request, tmp_path
     assert S3Store(_url(request), tmp_path / "third").get(blob_id) == data
 
 
+@pytest.mark.slow  # kills the object store mid-upload and starts it again (~15-27 s)
 def test_a_store_stopped_mid_upload_gives_a_bounded_one_line_error_and_no_half_object(seaweed, request, tmp_path):
     from boto3.s3.transfer import TransferConfig
 
