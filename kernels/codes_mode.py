@@ -75,8 +75,12 @@ class CodesMode(KernelMode):
     def unavailable(cls, device: str = "cpu") -> str | None:
         import shutil
 
-        return (super().unavailable(device) or (None if codes.NEEDS <= codes.cpu.flags() else "a CPU with AVX2 and FMA")
-                or (None if shutil.which(codes.CXX) else f"a C++ compiler ({codes.CXX})"))
+        why = super().unavailable(device)
+        if why:
+            return why
+        if not codes.NEEDS <= codes.cpu.flags():
+            return "a CPU with AVX2 and FMA"
+        return None if shutil.which(codes.CXX) else f"a C++ compiler ({codes.CXX})"
 
     def __init__(self) -> None:
         from galahad.kernels import codes_attention
