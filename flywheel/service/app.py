@@ -43,7 +43,7 @@ from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.service.answering import Answering, Decoding, NotFound, TooLarge
 from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResponse, SubmitResponse
 from galahad.flywheel.service.binding import LOOPBACK, bind_replica_grpc_to
-from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics
+from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics, begin_request
 from galahad.flywheel.service.openai_protocol import Invalid, code_of, error_body, is_openai_path
 from galahad.flywheel.service.openai_routes import OpenAIRoutes, router
 from galahad.flywheel.service.security import (
@@ -139,6 +139,7 @@ async def http_error(request: Request, exc: StarletteHTTPException) -> JSONRespo
 @app.middleware("http")
 async def guard(request: Request, call_next):
     t0, replica = time.perf_counter(), _REPLICA
+    answered = begin_request()  # `Metrics.answer` sets its answer path: the latency's `path` label
     if replica is None:
         return error(503, "the replica is starting", request=request)
     threads = anyio.to_thread.current_default_thread_limiter()  # this event loop's; default 40
@@ -169,7 +170,7 @@ async def guard(request: Request, call_next):
             response = error(500, f"internal error: {type(exc).__name__}", request=request)
     route = request.scope.get("route")
     replica.metrics.request(getattr(route, "path", "unrouted"), response.status_code, time.perf_counter() - t0,
-                            None if caller is None or caller.admin else caller.tenant)
+                            None if caller is None or caller.admin else caller.tenant, answered["path"])
     return response
 
 

@@ -1,24 +1,48 @@
-"""Prometheus metrics: requests and latency per endpoint, answers and latency per answer path (and answers per
-route and path: `galahad_route_answers_total{endpoint, path}`, `/v1/solve` and the OpenAI routes), solves in
-flight, the learner's figures (queue depth, attempts, verified, deposited) read from the catalog at scrape
-time, and the learner's health (`galahad_learner_up`, `galahad_learner_restarts_total`) read from its
-supervisor at scrape time (absent when the service runs without a learner), and this replica's RAM tier
-(`galahad_ram_tier_bytes` held of `galahad_ram_tier_capacity_bytes`, hits and misses; `serve --ram-tier`).
+"""Prometheus metrics: requests per endpoint, request latency per route and answer path
+(`galahad_request_seconds{route, path}`), streamed answers' time to first token
+(`galahad_time_to_first_token_seconds{route, path}`), answers and latency per answer path (and answers per
+route and path: `galahad_route_answers_total{endpoint, path}`), solves in flight, the learner's figures
+(queue depth, attempts, verified, deposited, `galahad_problems_failed_total`, artifact and store bytes) read
+from the catalog at scrape time, and the learner's health (`galahad_learner_up`,
+`galahad_learner_restarts_total`) read from its supervisor at scrape time (absent when the service runs
+without a learner), and this replica's RAM tier (`galahad_ram_tier_bytes` held of
+`galahad_ram_tier_capacity_bytes`, hits and misses; `serve --ram-tier`).
 
-Each replica keeps its own registry; the catalog and learner figures are global (one catalog, one learner).
-With tenants, requests are also counted per tenant (`galahad_tenant_requests_total{tenant, endpoint,
-status}`); a tenant's own `/metrics` (`render_tenant`) shows only its counts and its view's catalog figures.
+Each replica keeps its own registry (a scrape through Serve's proxy reaches one replica): the request,
+answer and latency figures are that replica's, the catalog and learner figures are global (one catalog, one
+learner). With tenants, requests are also counted per tenant (`galahad_tenant_requests_total{tenant,
+endpoint, status}`); a tenant's own `/metrics` (`render_tenant`) shows only its counts and its view's
+catalog figures. `FAMILIES` names every family the admin's `/metrics` can show.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextvars
+import time
+from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+ANSWER_PATHS = ("hash", "key", "similar", "transfer", "base")  # memory's routes (`memory/solver.py`)
+NO_PATH = "none"  # the `path` label of a request that answered no problem (reads, /metrics, errors)
+OTHER_PATH = "other"  # a path outside ANSWER_PATHS: the label set stays bounded
+# The request's answer path, set by `Metrics.answer` inside the route and read by the middleware after it
+# (the route runs in a copy of the middleware's context: the holder dict is shared, not copied).
+_REQUEST: contextvars.ContextVar[dict | None] = contextvars.ContextVar("galahad_request", default=None)
+
+
+def begin_request() -> dict:
+    """A holder for this request's answer path (`{"path": NO_PATH}` until an answer sets it)."""
+    holder = {"path": NO_PATH}
+    _REQUEST.set(holder)
+    return holder
+
+
+def path_label(path: str) -> str:
+    return path if path in ANSWER_PATHS else OTHER_PATH
 
 
 class _CatalogFigures:
@@ -35,6 +59,13 @@ class _CatalogFigures:
             ("galahad_deposited", "artifacts deposited", s["artifacts"]),
         ):
             yield GaugeMetricFamily(name, doc, value=value)
+        yield CounterMetricFamily("galahad_problems_failed", "problems that used their whole sampling budget "
+                                  "without a verified attempt (a failed problem is never queued again)",
+                                  value=by.get("failed", 0))
+        yield GaugeMetricFamily("galahad_artifact_bytes", "bytes of every artifact the catalog records",
+                                value=s.get("bytes", 0))
+        yield GaugeMetricFamily("galahad_store_resident_bytes", "bytes of artifacts whose blob is in the store "
+                                "(not evicted)", value=s.get("resident_bytes", 0))
         yield GaugeMetricFamily("galahad_artifacts_evicted", "artifacts whose blob was evicted to fit the store budget",
                                 value=s.get("evicted", 0))
         yield CounterMetricFamily("galahad_artifact_rebuilds", "evicted artifacts rebuilt exactly on their graft",
@@ -81,8 +112,12 @@ class Metrics:
                  tier_stats: Callable[[], dict] | None = None):
         self.registry = CollectorRegistry()
         self.requests = Counter("galahad_requests", "HTTP requests", ["endpoint", "status"], registry=self.registry)
-        self.latency = Histogram("galahad_request_seconds", "HTTP request latency", ["endpoint"],
-                                 buckets=BUCKETS, registry=self.registry)
+        self.latency = Histogram("galahad_request_seconds", "HTTP request latency by route and answer path "
+                                 f"({', '.join(ANSWER_PATHS)}; {NO_PATH} for a request that answered nothing)",
+                                 ["route", "path"], buckets=BUCKETS, registry=self.registry)
+        self.first_token = Histogram("galahad_time_to_first_token_seconds", "streamed answers: from the route's "
+                                     "start to the first content chunk handed to the server", ["route", "path"],
+                                     buckets=BUCKETS, registry=self.registry)
         self.answers = Counter("galahad_answers", "answers by path", ["path"], registry=self.registry)
         self.answer_latency = Histogram("galahad_answer_seconds", "solve latency by answer path", ["path"],
                                         buckets=BUCKETS, registry=self.registry)
@@ -100,16 +135,31 @@ class Metrics:
         if tier_stats is not None:
             self.registry.register(_RamTierFigures(tier_stats))
 
-    def request(self, endpoint: str, status: int, seconds: float, tenant: str | None = None) -> None:
+    def request(self, endpoint: str, status: int, seconds: float, tenant: str | None = None,
+                path: str = NO_PATH) -> None:
+        """One finished request: counted by endpoint and status; its latency by route and answer path."""
         self.requests.labels(endpoint, str(status)).inc()
-        self.latency.labels(endpoint).observe(seconds)
+        self.latency.labels(endpoint, path).observe(seconds)
         if tenant is not None:
             self.tenant_requests.labels(tenant, endpoint, str(status)).inc()
 
     def answer(self, path: str, seconds: float, endpoint: str = "/v1/solve") -> None:
+        """One answer; also marks this request's answer path for its `galahad_request_seconds` sample."""
+        holder = _REQUEST.get()
+        if holder is not None:
+            holder["path"] = path_label(path)
         self.answers.labels(path).inc()
         self.answer_latency.labels(path).observe(seconds)
         self.route_answers.labels(endpoint, path).inc()
+
+    def timed_stream(self, events: Iterable[bytes], first_content: int, t0: float, route: str,
+                     path: str) -> Iterator[bytes]:
+        """`events` as they are sent; once event `first_content` (the first carrying a token) has been
+        handed on, its time since `t0` (`time.perf_counter()` at the route's start) is this route's TTFT."""
+        for i, event in enumerate(events):
+            yield event
+            if i == first_content:
+                self.first_token.labels(route, path_label(path)).observe(time.perf_counter() - t0)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

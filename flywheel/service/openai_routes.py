@@ -3,7 +3,8 @@ let `openai_protocol` parse it, answer through the replica's one answering path 
 admission, `Answering.solve`, gold rules and metrics as `/v1/solve`), let `openai_protocol` shape the reply.
 
 `OpenAIRoutes` is mixed into `app.GalahadApi`; Serve's ingress binds inherited route methods to the replica.
-It needs from the replica: `model_id`, `answering`, `read_json(request)` and `answer(problem, gold, endpoint)`.
+It needs from the replica: `model_id`, `answering`, `metrics`, `read_json(request)` and `answer(problem, gold,
+endpoint)`.
 A streamed answer is computed before the first byte is sent, so every refusal is a real HTTP status with an
 OpenAI error body, never an error inside a stream, and every answer carries memory's verdict in its headers
 (`X-Galahad-Verified`: true | false | unverified; `X-Galahad-Path`) as well as in its `galahad` object.
@@ -44,6 +45,7 @@ class OpenAIRoutes:
                                     self.started)
 
     async def _answer_openai(self, request: Request, parse, endpoint: str):
+        t0 = time.perf_counter()
         body = await self.read_json(request)
         ask = parse(body, self.model_id)
         out = await self.answer(ask.problem, ask.gold, endpoint, ask.decoding)
@@ -51,6 +53,8 @@ class OpenAIRoutes:
         headers = protocol.headers(out)
         if ask.stream:
             events = protocol.stream_events(ask, out, self.model_id, created, rid)
-            return StreamingResponse(iter(events), media_type="text/event-stream",
+            first = 1 if ask.kind == "chat" else 0  # chat's first chunk is the role, then the first token
+            events = self.metrics.timed_stream(events, first, t0, endpoint, out["path"])  # its TTFT
+            return StreamingResponse(events, media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", **headers})
         return JSONResponse(protocol.completion_body(ask, out, self.model_id, created, rid), headers=headers)
