@@ -4,7 +4,9 @@
 bucket listing), and always kills it: SIGTERM to its process group, SIGKILL after 10 s (it does not exit on
 SIGTERM in time). `stop()` then `start()` again restarts it on the same ports and data (a store that goes
 away mid-operation and comes back). Any key pair is accepted; `env()` is what a `galahad` process needs
-(the standard AWS variables).
+(the standard AWS variables). `Seaweed(root, ip=..., netns=NS)` runs it inside a network namespace, bound to
+that namespace's address (a cluster's nodes reach it over their veth); its ports and readiness are then
+probed from inside the namespace, and `client()` works only in a process inside it.
 """
 
 from __future__ import annotations
@@ -22,13 +24,13 @@ START_TIMEOUT_S = 60.0
 TERM_WAIT_S = 10.0
 
 
-def free_ports(n: int) -> list[int]:
-    """`n` distinct loopback ports free a moment ago (held together, so never the same one twice)."""
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """`n` distinct ports on `host` free a moment ago (held together, so never the same one twice)."""
     socks = []
     try:
         for _ in range(n):
             s = socket.socket()
-            s.bind(("127.0.0.1", 0))
+            s.bind((host, 0))
             socks.append(s)
         return [s.getsockname()[1] for s in socks]
     finally:
@@ -43,12 +45,22 @@ def weed_binary() -> str:
     return found
 
 
+# Run inside a namespace (argv: tests dir, ip): free ports there; (argv: endpoint): S3 answers and takes a put.
+_NS_PORTS = "import sys; sys.path.insert(0, sys.argv[1]); from seaweed import free_ports; print(*free_ports(4, sys.argv[2]))"
+_NS_READY = ("import sys, boto3; c = boto3.client('s3', endpoint_url=sys.argv[1], aws_access_key_id='k', "
+             "aws_secret_access_key='s', region_name='us-east-1'); b = 'galahad-ready'; "
+             "b in {x['Name'] for x in c.list_buckets()['Buckets']} or c.create_bucket(Bucket=b); "
+             "c.put_object(Bucket=b, Key='ping', Body=b'ok')")
+
+
 class Seaweed:
-    def __init__(self, root: Path):
-        self.root = Path(root)
+    def __init__(self, root: Path, ip: str = "127.0.0.1", netns: str | None = None):
+        self.root, self.ip, self.netns = Path(root), ip, netns
         # master, volume, filer, s3 (+ their gRPC ports, port + 10000, must be free too)
         while True:
-            ports = free_ports(4)
+            ports = free_ports(4) if netns is None else [int(p) for p in subprocess.run(
+                self._in_ns([sys.executable, "-c", _NS_PORTS, str(Path(__file__).parent), ip]), capture_output=True,
+                text=True, check=True, timeout=60).stdout.split()]
             if all(p + 10000 < 65536 for p in ports) and not set(ports) & {p + 10000 for p in ports}:
                 break
         self.master, self.volume, self.filer, self.s3 = ports
@@ -56,7 +68,20 @@ class Seaweed:
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.s3}"
+        return f"http://{self.ip}:{self.s3}"
+
+    def _in_ns(self, cmd: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.netns, *cmd] if self.netns else cmd
+
+    def _ready(self, client) -> None:
+        """Answering, and writable: a bucket takes a put once the volume server has registered."""
+        if self.netns is not None:
+            subprocess.run(self._in_ns([sys.executable, "-c", _NS_READY, self.endpoint]), capture_output=True,
+                           check=True, timeout=30)
+            return
+        if "galahad-ready" not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
+            client.create_bucket(Bucket="galahad-ready")
+        client.put_object(Bucket="galahad-ready", Key="ping", Body=b"ok")
 
     def env(self) -> dict[str, str]:
         return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": "galahad-test",
@@ -75,10 +100,10 @@ class Seaweed:
         data = self.root / "data"
         data.mkdir(parents=True, exist_ok=True)
         log = open(self.root / "weed.log", "ab")
-        cmd = [weed_binary(), "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+        cmd = [weed_binary(), "server", f"-dir={data}", f"-ip={self.ip}", f"-ip.bind={self.ip}",
                f"-master.port={self.master}", f"-volume.port={self.volume}", f"-filer.port={self.filer}",
                "-s3", f"-s3.port={self.s3}", "-volume.max=0", "-master.volumeSizeLimitMB=64"]
-        self.proc = subprocess.Popen(cmd, cwd=self.root, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(self._in_ns(cmd), cwd=self.root, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True)
         log.close()
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -87,10 +112,7 @@ class Seaweed:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"weed exited ({self.proc.returncode}): {self.log_tail()}")
             try:
-                # answering, and writable: a bucket takes a put once the volume server has registered
-                if "galahad-ready" not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
-                    client.create_bucket(Bucket="galahad-ready")
-                client.put_object(Bucket="galahad-ready", Key="ping", Body=b"ok")
+                self._ready(client)
                 return self
             except Exception:
                 if time.monotonic() > deadline:
