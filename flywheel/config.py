@@ -192,6 +192,12 @@ class ServiceConfig:
     # Prompt tokens one request may make the engine prefill (413 above it, before any forward): a few-shot
     # prompt is ~100 tokens; 1,024 is a few seconds of this 2-core CPU's engine time.
     max_prompt_tokens: int = 1_024
+    # The page (`/ui`, `service/ui.py`): it reloads itself this often; its attempts-per-second chart covers
+    # the last window in buckets; it lists this many of the latest verifications.
+    ui_refresh_seconds: int = 5
+    ui_rate_window_seconds: int = 600
+    ui_rate_buckets: int = 60
+    ui_latest: int = 12
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ part sharing the catalog's engine:
 - `catalog.tenants`   the service's tenants: hashed tokens, quotas, usage per scope (`tenants.py`)
 - `catalog.scopes`    what one memory scope sees; promotion into shared (`scopes.py`)
 - `catalog.gates`     where the transfer and similar routes may answer, with the eval evidence (`gates.py`)
+- `catalog.activity`  verified problems and attempts over time, the latest verdicts (`activity.py`: `/ui`)
 
 The catalog itself keeps what spans them: `write()`, `insert_ignore`, `resolve` (an id prefix of either
 kind) and `stats`. Inserts are idempotent (ON CONFLICT DO NOTHING on content-derived keys): the same
@@ -31,6 +32,7 @@ from sqlalchemy import Connection, Table, func, insert, select
 from sqlalchemy import exc as sa_exc
 
 from galahad.flywheel.artifacts.store import PUT_THREADS
+from galahad.flywheel.catalog.activity import Activity
 from galahad.flywheel.catalog.admission import Golds
 from galahad.flywheel.catalog.artifacts import Artifacts, store_location
 from galahad.flywheel.catalog.db import now, open_engine, reader_engine, redact, write_transaction
@@ -77,6 +79,7 @@ class Catalog:
         self.tenants = Tenants(self)
         self.scopes = Scopes(self)
         self.gates = Gates(self)
+        self.activity = Activity(self)
 
     def close(self) -> None:
         if self.reader is not self.engine:

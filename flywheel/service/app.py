@@ -43,6 +43,7 @@ from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.service.answering import Answering, Decoding, NotFound, TooLarge
 from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResponse, SubmitResponse
 from galahad.flywheel.service.binding import LOOPBACK, bind_replica_grpc_to
+from galahad.flywheel.service.dashboard import StoreFigures
 from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics, begin_request
 from galahad.flywheel.service.openai_protocol import Invalid, code_of, error_body, is_openai_path
 from galahad.flywheel.service.openai_routes import OpenAIRoutes, router
@@ -58,6 +59,7 @@ from galahad.flywheel.service.security import (
     set_caller,
 )
 from galahad.flywheel.service.tenancy import OverQuota, RateLimiter, TenantAnswering, stats_of
+from galahad.flywheel.service.ui import UiRoutes, install, ui_router
 
 API_VERSION = "1"
 SHA_HEADER = "X-Content-SHA256"
@@ -192,11 +194,13 @@ async def json_body(request: Request, limit: int) -> Any:
 
 
 app.include_router(router)  # the OpenAI-compatible routes, methods of `OpenAIRoutes` (openai_routes.py)
+app.include_router(ui_router)  # the page: `/`, `/ui`, `/ui/data`, methods of `UiRoutes` (ui.py)
+install(app)  # the page's sign-in middleware, outside `guard`
 
 
 @serve.deployment
 @serve.ingress(app)
-class GalahadApi(OpenAIRoutes):
+class GalahadApi(OpenAIRoutes, UiRoutes):
     """One answering replica: the pinned engine (loaded once), the catalog and the store (its RAM tier holds
     `ram_tier_bytes`, `serve --ram-tier`)."""
 
@@ -217,6 +221,7 @@ class GalahadApi(OpenAIRoutes):
         self.answering = Answering(engine_for(model, Paths.resolve(data), kernel_mode), catalog, open_store(store, ram_tier_bytes), config,
                                    caller=caller_identity(token))
         self.metrics = Metrics(catalog.stats, self.learner_state, self.answering.store.ram.stats)
+        self.metrics.registry.register(StoreFigures(self.answering.store, catalog))  # galahad_store_bytes{tier}
         self.tenants_exist = False  # once True, stays: tenants are revoked, never deleted (`catalog.tenants`)
         self.limiter, self.solvers = RateLimiter(), {}  # per tenant: requests per minute; scoped solvers
         register_replica(self)

@@ -1,0 +1,64 @@
+"""`Activity`: what learning did over time, for the service's page (`/ui`, `service/dashboard.py`).
+
+Read from rows the catalog keeps anyway (attempts' and verdicts' `created_at`, naive UTC), so the history
+survives restarts and every replica draws the same one:
+
+- `first_attempt`: when the catalog's history starts (the oldest attempt);
+- `verified_by`: how many problems had a positive verdict by each of a list of times (a problem counts
+  once, from its first positive verdict; at a time past every verdict it is `Catalog.stats()["verified"]`,
+  the figure `/metrics` shows as `galahad_verified`);
+- `attempts_between`: attempts recorded in each interval between consecutive times;
+- `latest_verified`: the newest positive verdicts with their problem (text, answer, scope).
+
+Each figure over many times is one query (a sum of CASEs per time), so a page costs a few statements
+whatever the catalog's size or the axis's length.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, case, func, select
+
+from galahad.flywheel.catalog.part import Part, rows
+from galahad.flywheel.catalog.schema import TABLES
+
+P, A, V = (TABLES[t] for t in ("problems", "attempts", "verifications"))
+
+
+class Activity(Part):
+    def first_attempt(self) -> datetime | None:
+        """The oldest attempt's time (naive UTC), or None in a catalog without attempts."""
+        with self.engine.connect() as conn:
+            return conn.execute(select(func.min(A.c.created_at))).scalar()
+
+    def verified_by(self, times: list[datetime]) -> list[int]:
+        """Problems with a positive verdict at or before each of `times` (each problem once)."""
+        if not times:
+            return []
+        first = (select(func.min(V.c.created_at).label("at")).join(A, V.c.attempt_id == A.c.id)
+                 .where(V.c.verified.is_(True)).group_by(A.c.problem_id).subquery())
+        stmt = select(*[func.sum(case((first.c.at <= t, 1), else_=0)) for t in times])
+        with self.engine.connect() as conn:
+            return [int(v or 0) for v in conn.execute(stmt).one()]
+
+    def attempts_between(self, times: list[datetime]) -> list[int]:
+        """Attempts recorded in (times[i-1], times[i]] for each i >= 1 (len(times) - 1 counts)."""
+        if len(times) < 2:
+            return []
+        at = A.c.created_at
+        stmt = (select(*[func.sum(case((and_(at > lo, at <= hi), 1), else_=0)) for lo, hi in zip(times, times[1:], strict=False)])
+                .where(at > times[0], at <= times[-1]))
+        with self.engine.connect() as conn:
+            return [int(v or 0) for v in conn.execute(stmt).one()]
+
+    def latest_verified(self, limit: int) -> list[dict[str, Any]]:
+        """The newest positive verdicts, newest first: problem_id, text, answer (the gold it was checked
+        against), scope, verified_at (naive UTC), verifier_version."""
+        stmt = (select(P.c.id.label("problem_id"), P.c.text, P.c.answer, P.c.scope,
+                       V.c.created_at.label("verified_at"), V.c.verifier_version)
+                .join(A, V.c.attempt_id == A.c.id).join(P, P.c.id == A.c.problem_id)
+                .where(V.c.verified.is_(True)).order_by(V.c.created_at.desc(), V.c.id).limit(int(limit)))
+        with self.engine.connect() as conn:
+            return rows(conn.execute(stmt))
