@@ -4,12 +4,16 @@
 generator and depositor actors on the connected Ray cluster, records the run in the catalog, and drives
 the `Flywheel`: drained once (`galahad run`) or continuously, draining, polling for newly queued problems,
 again, until stopped (the service's learner). It resumes after a kill as the catalog says: each drain
-first reconciles verdicts whose deposit the kill interrupted, then claims every queued problem.
+first reconciles verdicts whose deposit the kill interrupted, then claims every queued problem. Each drain
+that learned something is kept as a batch record (`batches`: problems, verified, failed, seconds, rate), the
+line `serve` prints per batch.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,6 +39,9 @@ class WorkerSpec:
     chain_max_tokens: int | None
     device: str = "auto"
     kernel_mode: str = DEFAULTS.kernel_mode  # the generators' and the depositor's (config.KERNEL_MODES)
+
+
+BATCHES_KEPT = 100  # batch records a job keeps (the service's driver reads them every second)
 
 
 class LearningJob:
@@ -68,6 +75,7 @@ class LearningJob:
         self.wheel = Flywheel(catalog, store, self.generators, self.depositor, self.fingerprint, config)
         self.stopping = threading.Event()
         self.drains = 0
+        self.batches: deque[dict[str, Any]] = deque(maxlen=BATCHES_KEPT)  # the latest drains that learned
 
     @property
     def tally(self) -> Tally:
@@ -85,8 +93,16 @@ class LearningJob:
     def drain(self, on_progress: Callable[[Tally], None] | None = None) -> Tally:
         """Reconcile interrupted deposits, then claim and learn every queued problem (up to the config's
         `limit`); returns when the queue is empty. A failed deposit ends it with its one-line reason."""
+        before, t0 = (self.tally.problems, self.tally.verified, self.tally.failed), time.perf_counter()
         tally = self.wheel.run(self.run_id, on_progress)
         self.drains += 1
+        problems, verified, failed = (now - then for now, then in zip(
+            (tally.problems, tally.verified, tally.failed), before, strict=True))
+        if problems:
+            seconds = time.perf_counter() - t0
+            self.batches.append({"batch": self.drains, "problems": problems, "verified": verified,
+                                 "failed": failed, "seconds": round(seconds, 3),
+                                 "rate": round(problems / seconds, 4) if seconds > 0 else 0.0})
         if self.config.store_budget is not None:  # the disk budget: least recently grafted blobs go first
             from galahad.flywheel.catalog.evictions import evict
 

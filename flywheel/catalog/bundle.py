@@ -67,7 +67,7 @@ from galahad.flywheel.safe_json import loads as safe_loads
 FORMAT = "galahad-bundle/2"
 FORMATS = ("galahad-bundle/1", FORMAT)  # what import reads
 ORDER = ("problems", "runs", "attempts", "verifications", "artifacts", "libraries", "library_entries", *MEMORY)
-LOCAL_COLUMNS = {"artifacts": set(LOCAL_ARTIFACT)}
+LOCAL_COLUMNS = {"artifacts": set(LOCAL_ARTIFACT), "problems": {"failure"}}  # failure: this catalog's learning
 _BLOB = re.compile(r"^blobs/([0-9a-f]{64})$")
 _HEX = {"problems": 64, "artifacts": 64, "runs": 32, "attempts": 32, "verifications": 32}
 MAX_MANIFEST = 256 << 20

@@ -69,13 +69,16 @@ class Queue(Part):
         with self.write() as conn:
             return conn.execute(stmt).rowcount
 
-    def mark(self, problem_id: str, status: str) -> None:
-        """Set pending (release), verified or failed (budget exhausted); drops any lease."""
+    def mark(self, problem_id: str, status: str, failure: dict[str, Any] | None = None) -> None:
+        """Set pending (release), verified or failed (budget exhausted); drops any lease. `failure`: why it
+        failed (`learn/failures.py`), kept in `problems.failure` (a status other than failed clears it)."""
         if status not in MARKABLE:
             raise GalahadError(f"cannot mark a problem {status!r}; use one of {', '.join(MARKABLE)}")
+        if failure is not None and status != "failed":
+            raise GalahadError(f"a failure reason goes with status 'failed', not {status!r}")
         stmt = (
             update(P).where(P.c.id == problem_id)
-            .values(status=status, claimed_by=None, lease_until=None, updated_at=now())
+            .values(status=status, claimed_by=None, lease_until=None, updated_at=now(), failure=failure)
         )
         with self.write() as conn:
             if conn.execute(stmt).rowcount == 0:

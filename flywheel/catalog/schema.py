@@ -78,6 +78,9 @@ class ProblemRow(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime)
     # Migration 0006: whose memory it is (`problems/scope_ids.py`): a tenant's name, or `shared`.
     scope: Mapped[str] = mapped_column(SCOPE, default="shared", server_default="shared")
+    # Migration 0008: why a failed problem failed (`learn/failures.py`: attempts, distinct answers, the most
+    # common and the closest wrong answer); NULL otherwise.
+    failure: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class RunRow(Base):

@@ -199,8 +199,12 @@ def _show(cat, ref: str, as_json: bool) -> None:
     best = cat.runs.verified_solution(full)
     if as_json:
         return _json({"kind": kind, "problem": prob, "attempts": attempts, "verified_solution": best})
+    if prob.get("failure"):  # why it failed (learn/failures.py), one line
+        from galahad.flywheel.learn.failures import describe
+
+        prob = {**prob, "failure": describe(prob["failure"])}
     _fields("problem", prob, ["id", "topic", "template", "source", "external_id", "status", "claims", "answer",
-                              "text"])
+                              "text", *(["failure"] if prob.get("failure") else [])])
     print(f"attempts ({len(attempts)}):")
     for a in attempts:
         a["verdict"] = "; ".join(f"{'ok' if v['verified'] else 'no'} ({v['verifier_version']}: {v['reason']})"

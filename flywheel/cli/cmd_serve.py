@@ -3,8 +3,10 @@
 Checks the token rule before anything starts (a non-loopback `--host` needs GALAHAD_API_TOKEN), starts or
 joins Ray, deploys the answering replicas (model loaded once per
 replica) and the learner's supervisor, which starts the learner actor and starts it again whenever it
-dies (this process prints one line on stderr per restart; `/readyz` and `/metrics` report it), and serves
-until SIGINT/SIGTERM. On the embedded catalog the learner
+dies (this process prints one line on stderr per restart; `/readyz` and `/metrics` report it), prints one
+line on stdout per learner batch (`learner.batch_line`), and serves until SIGINT/SIGTERM, then shuts down in
+order with bounded waits (`shutdown`: the learner told to stop, Serve, Ray) and exits 0 without an error
+line. On the embedded catalog the learner
 actor holds the data dir's run lock (as `galahad run` does) and returns stale claims to the queue. Killed at any moment, serving again
 resumes: the catalog is the queue, and the learner's first drain deposits interrupted verdicts.
 """
@@ -17,6 +19,7 @@ import logging
 import os
 import signal
 import sys
+import time
 
 from galahad.flywheel.app import cluster
 from galahad.flywheel.app.lock import run_lock
@@ -34,6 +37,8 @@ PORT = count(1, 65535)
 # the answering replicas. A worker reads the setting from its environment, so the replicas' runtime_env sets
 # it to 0, as Ray's own job supervisor does (ray/dashboard/modules/job/job_manager.py); the learner stays niced.
 REPLICA_NICENESS_ENV = {"RAY_worker_niceness": "0"}
+LEARNER_STOP_S = 10.0  # the learner finishes its drain within this after a signal, else Ray stops it mid-drain
+SERVE_STOP_S = 30.0  # Serve's controller deletes the app and its replicas within this (Serve's own bound)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -121,13 +126,14 @@ def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
             ref = supervisor.run.remote()
         print(f"galahad: serving on http://{args.host}:{args.port} ({args.replicas} replica(s), learner "
               f"{'on' if learn else 'off'}; docs at /docs)", flush=True)
-        restarts = 0
+        restarts, batches = 0, (None, 0)
         while not stop["now"]:
             if ref is None:
                 signal.pause()  # answer-only: nothing to watch until a signal
                 continue
             done, _ = ray.wait([ref], timeout=1.0)
             restarts = _say_restarts(supervisor, restarts)
+            batches = _say_batches(supervisor, batches)
             if done:
                 try:
                     ray.get(ref)
@@ -137,13 +143,66 @@ def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
                           file=sys.stderr, flush=True)
                     ref = supervisor.run.remote()
     finally:
-        if supervisor is not None:
-            with contextlib.suppress(Exception):
-                ray.get(supervisor.stop.remote(), timeout=10)
-        with contextlib.suppress(Exception):
-            serve.delete(APP_NAME) if args.address else serve.shutdown()
-        ray.shutdown()
+        shutdown(supervisor, ref, bool(args.address))
     return 0
+
+
+def shutdown(supervisor, ref, joined: bool) -> None:
+    """In order, each wait bounded: tell the learner to stop and let it finish its drain (`LEARNER_STOP_S`);
+    shut Serve down (`stop_serve`; on a joined cluster only our app is deleted); then Ray."""
+    import ray
+    from ray import serve
+
+    if supervisor is not None:
+        with contextlib.suppress(Exception):
+            ray.get(supervisor.stop.remote(), timeout=LEARNER_STOP_S)
+            if ref is not None:
+                ray.wait([ref], timeout=LEARNER_STOP_S)
+    with contextlib.suppress(Exception):
+        serve.delete(APP_NAME) if joined else stop_serve(SERVE_STOP_S)
+    ray.shutdown()
+
+
+def stop_serve(timeout_s: float) -> None:
+    """`serve.shutdown()` without its error line: Serve's own call waits on a controller task that only ends
+    when the controller kills itself, and Ray logs that task's death as a failure ("Task
+    ServeController.graceful_shutdown failed ... killed by ray.kill"). Here the controller is told to shut
+    down without waiting (`graceful_shutdown(wait=False)`), its name is watched until it is gone (it deletes
+    the app, the replicas and the proxies first) for at most `timeout_s`, then `serve.shutdown()` finds no
+    controller and only drops its client."""
+    import ray
+    from ray import serve
+    from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE
+
+    try:
+        controller = ray.get_actor(SERVE_CONTROLLER_NAME, namespace=SERVE_NAMESPACE)
+    except ValueError:  # Serve is not running
+        return
+    ray.get(controller.graceful_shutdown.remote(False), timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get_actor(SERVE_CONTROLLER_NAME, namespace=SERVE_NAMESPACE)
+        except ValueError:
+            break
+        time.sleep(0.2)
+    serve.shutdown()
+
+
+def _say_batches(supervisor, seen: tuple[int | None, int]) -> tuple[int | None, int]:
+    """Print one line on stdout for each learner batch since `seen` (the learner's pid, its last batch)."""
+    import ray
+
+    from galahad.flywheel.service.learner import batch_line
+
+    try:
+        got = ray.get(supervisor.batches.remote(*seen), timeout=5)
+    except Exception:  # the supervisor is restarting: the watch loop says so
+        return seen
+    for batch in got["batches"]:
+        print(batch_line(batch), flush=True)
+    last = got["batches"][-1]["batch"] if got["batches"] else (seen[1] if got["pid"] == seen[0] else 0)
+    return got["pid"], last
 
 
 def _say_restarts(supervisor, seen: int) -> int:

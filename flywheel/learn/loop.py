@@ -23,6 +23,7 @@ from galahad.flywheel.config import LoopConfig  # defined with every other defau
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.learn.background import BackgroundDeposits
 from galahad.flywheel.learn.deposit import LibraryDeposits
+from galahad.flywheel.learn.failures import WrongAnswers
 from galahad.flywheel.problems.prompts import answer_from_output
 from galahad.verifier.verifier import Verifier
 from galahad.workers.sampling import AttemptResult
@@ -87,6 +88,7 @@ class Flywheel:
         self.verifier = verifier or Verifier()
         self.worker_id = f"flywheel-{uuid.uuid4().hex[:12]}"
         self.tally = Tally()
+        self.wrong = WrongAnswers()  # each claimed problem's answers: why it failed, if it does
 
     def reconcile(self) -> int:
         for problem in self.catalog.queue.unfinished_deposits():
@@ -163,7 +165,8 @@ class Flywheel:
                     elif first + count < cfg.sampling.k:
                         again.append((problem, first + count))
                     else:
-                        self.catalog.queue.mark(problem["id"], "failed")
+                        self.catalog.queue.mark(problem["id"], "failed",
+                                                self.wrong.reason(problem["id"], problem["answer"]))
                         held.pop(problem["id"])
                         self.tally.failed += 1
                         if len(self.tally.failed_examples) < EXAMPLES:
@@ -192,12 +195,14 @@ class Flywheel:
             self.tally.sampling_seconds += r.seconds
             spent[problem["id"]] = spent.get(problem["id"], 0) + r.tokens
             verdict = self.verifier.check_answer(problem["answer"], r.answer)
+            self.wrong.add(problem["id"], r.answer)
             verification_id = self.catalog.runs.add_verification(attempt_id, verdict.version, verdict.verified,
                                                             verdict.reason)
             if verdict.verified and accepted is None:
                 accepted = (r, verification_id)
         if accepted is None:
             return False
+        self.wrong.drop(problem["id"])
         r, verification_id = accepted
         self.background.add(problem, r.answer, verification_id)  # the verdict is committed: a kill loses nothing
         self.tally.verified += 1

@@ -288,7 +288,8 @@ class Answering:
                 "attempts": len(self.catalog.runs.attempts(problem_id)),
                 "verified_answer": answer_from_output(sol["output_text"]) if sol else None,
                 "artifact_id": sol.get("artifact_id") if sol else None,
-                "recall_artifact_id": recall["artifact_id"] if recall else None}
+                "recall_artifact_id": recall["artifact_id"] if recall else None,
+                "failure": row.get("failure") if row["status"] == "failed" else None}  # why (learn/failures.py)
 
     # -- catalog and store -------------------------------------------------------------------------
 

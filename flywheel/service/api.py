@@ -48,6 +48,25 @@ class SubmitResponse(BaseModel):
     problems: list[Submitted]
 
 
+class CommonAnswer(BaseModel):
+    answer: str
+    count: int
+
+
+class ClosestAnswer(BaseModel):
+    answer: str
+    distance: float  # |answer - gold|, both read as plain numbers
+
+
+class Failure(BaseModel):
+    """Why a problem failed (`learn/failures.py`): its last claim's attempts and the answers they gave."""
+    attempts: int
+    distinct_answers: int
+    no_answer: int  # attempts that gave no answer at all
+    most_common: CommonAnswer | None  # the most frequent wrong answer
+    closest: ClosestAnswer | None  # the answer nearest the gold (None: gold or answers not plain numbers)
+
+
 class ProblemStatus(BaseModel):
     id: str
     text: str
@@ -56,3 +75,4 @@ class ProblemStatus(BaseModel):
     verified_answer: str | None
     artifact_id: str | None  # its library artifact
     recall_artifact_id: str | None = None  # the artifact recurrence grafts (the solution alone)
+    failure: Failure | None = None  # status failed: why; None otherwise (and for problems failed before 0008)

@@ -44,6 +44,7 @@ from galahad.flywheel.service.answering import Answering, Decoding, NotFound, To
 from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResponse, SubmitResponse
 from galahad.flywheel.service.binding import LOOPBACK, bind_replica_grpc_to
 from galahad.flywheel.service.dashboard import StoreFigures
+from galahad.flywheel.service.docs_page import router as docs_router
 from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics, begin_request
 from galahad.flywheel.service.openai_protocol import Invalid, code_of, error_body, is_openai_path
 from galahad.flywheel.service.openai_routes import OpenAIRoutes, router
@@ -65,7 +66,7 @@ API_VERSION = "1"
 SHA_HEADER = "X-Content-SHA256"
 THREAD_HEADROOM = 8  # threadpool threads beyond max_ongoing_requests (Starlette's own, docs)
 LEARNER_STATE_TIMEOUT_S = 3.0
-app = FastAPI(title="Galahad", version=API_VERSION,
+app = FastAPI(title="Galahad", version=API_VERSION, docs_url=None, redoc_url=None,  # /docs: docs_page.py
               description="Verified-knowledge KV-cache grafting as a service: answers from verified memory, "
                           "learns what it does not know.")
 _REPLICA: "GalahadApi | None" = None  # no `from __future__ import annotations`: Serve rewrites
@@ -194,6 +195,7 @@ async def json_body(request: Request, limit: int) -> Any:
 
 
 app.include_router(router)  # the OpenAI-compatible routes, methods of `OpenAIRoutes` (openai_routes.py)
+app.include_router(docs_router)  # /docs with Swagger UI's assets served here (docs_page.py): works offline
 app.include_router(ui_router)  # the page: `/`, `/ui`, `/ui/data`, methods of `UiRoutes` (ui.py)
 install(app)  # the page's sign-in middleware, outside `guard`
 

@@ -13,7 +13,8 @@ its workers go with it), waits a backoff (1 s, doubling to 30 s; reset after a l
 and starts a new one, whose `__init__` reacquires the run lock (waiting for the dead one's to be dropped)
 and whose first drain resumes from the catalog. Its `state()` (running / starting / restarting with the
 last error's one line / stopped, the restart count, the learner's pid) is what `/readyz` and `/metrics`
-report; the replicas hold its handle.
+report; the replicas hold its handle. Its `batches()` hands on the learner's batch records (one per drain
+that learned something: `LearningJob.batches`), which `serve` prints one line each (`batch_line`).
 """
 
 from __future__ import annotations
@@ -72,9 +73,19 @@ class LearnerActor:
     def stop(self) -> None:
         self.job.stop()
 
+    def batches(self, after: int) -> list[dict]:
+        """The job's batch records numbered after `after` (oldest first)."""
+        return [b for b in list(self.job.batches) if b["batch"] > after]
+
     def pid(self) -> int:
         """This actor's process id (answered once `__init__` is done: the lock held, the workers started)."""
         return os.getpid()
+
+
+def batch_line(batch: dict) -> str:
+    """One learner batch as `serve` prints it: plain `key=value` fields, one line, greppable."""
+    return (f"galahad: learner batch {batch['batch']}: problems={batch['problems']} verified={batch['verified']} "
+            f"failed={batch['failed']} seconds={batch['seconds']:.1f} rate={batch['rate']:.3g}/s")
 
 
 FIRST_BACKOFF_S, MAX_BACKOFF_S = 1.0, 30.0
@@ -141,6 +152,17 @@ class LearnerSupervisor:
 
     async def state(self) -> dict[str, Any]:
         return dict(self.status)
+
+    async def batches(self, pid: int | None, after: int) -> dict[str, Any]:
+        """The running learner's batch records after `after`, all of them when it is not the learner `pid`
+        (a restarted learner numbers its batches from 1), and its pid; none while no learner runs."""
+        learner, now = self.learner, self.status.get("pid")
+        if learner is None or now is None:
+            return {"pid": None, "batches": []}
+        try:
+            return {"pid": now, "batches": await learner.batches.remote(after if now == pid else 0)}
+        except Exception:  # it is dying: the supervisor says so through state()
+            return {"pid": now, "batches": []}
 
     async def stop(self, timeout_s: float = 5.0) -> None:
         """Tell the learner to stop after its current drain; wait for that at most `timeout_s`."""

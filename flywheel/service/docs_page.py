@@ -1,0 +1,45 @@
+"""`/docs` offline: the Swagger UI page with its assets served by Galahad itself, never from a CDN.
+
+FastAPI's own `/docs` loads Swagger UI's script, stylesheet and favicon from jsDelivr and fastapi.tiangolo.com,
+so on a machine without internet it is a blank page. The assets here come from the pinned PyPI package
+`swagger-ui-bundle-v2` (Swagger UI 5.x, which reads the OpenAPI 3.1 FastAPI writes; the package's module is
+`swagger_ui_bundle`): `/docs/assets/{name}` serves exactly the files in `ASSETS`, and the page links only
+those and `/openapi.json`. FastAPI's own `/docs` and `/redoc` (also a CDN page) are switched off in `app.py`.
+The routes follow the token rule like every other (`security.py`).
+"""
+
+from pathlib import Path
+
+from fastapi import APIRouter
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse
+
+ASSETS = {"swagger-ui-bundle.js": "text/javascript; charset=utf-8", "swagger-ui.css": "text/css; charset=utf-8",
+          "favicon-32x32.png": "image/png"}
+ASSET_PREFIX = "/docs/assets/"
+router = APIRouter(include_in_schema=False)  # no `from __future__ import annotations` (see app.py)
+
+
+def assets_dir() -> Path:
+    """The folder of the pinned Swagger UI release inside the installed package."""
+    from swagger_ui_bundle import swagger_ui_path
+
+    return Path(str(swagger_ui_path))
+
+
+@router.get("/docs")
+def docs() -> HTMLResponse:
+    return get_swagger_ui_html(openapi_url="/openapi.json", title="Galahad - API docs",
+                               swagger_js_url=ASSET_PREFIX + "swagger-ui-bundle.js",
+                               swagger_css_url=ASSET_PREFIX + "swagger-ui.css",
+                               swagger_favicon_url=ASSET_PREFIX + "favicon-32x32.png")
+
+
+@router.get(ASSET_PREFIX + "{name}")
+def asset(name: str) -> FileResponse:
+    from galahad.flywheel.service.answering import NotFound
+
+    if name not in ASSETS:  # a fixed list: no path from the request ever reaches the filesystem
+        raise NotFound(f"no docs asset {name[:80]!r}")
+    return FileResponse(assets_dir() / name, media_type=ASSETS[name],
+                        headers={"Cache-Control": "public, max-age=86400"})
