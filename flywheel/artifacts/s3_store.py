@@ -24,7 +24,7 @@ single put is atomic; a blob of `transfer.multipart_threshold` bytes or more goe
 its hash, replaced by bytes that pass it).
 
 Every request is retried on a transient failure (connection refused or reset, timeout, 5xx, throttling)
-with exponential backoff, up to `S3Retry.attempts` tries and `S3Retry.deadline_s` seconds in all; then
+with exponential backoff for up to `S3Retry.deadline_s` seconds (config.py; the bounded wait); then
 `StoreUnavailable`, one line naming the store, the operation and the last error.
 
 `evict_local` / `local_ids` are the local tiers' (`catalog evict` empties those only: the bucket keeps
@@ -40,7 +40,6 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
@@ -57,29 +56,17 @@ from galahad.flywheel.artifacts.store import (
     check_id,
     sha256_hex,
 )
+from galahad.flywheel.config import S3Retry
 from galahad.flywheel.errors import GalahadError, IntegrityError
 
 SCHEME = "s3://"
 MIN_PART_BYTES = 5 << 20  # S3's (and SeaweedFS's) smallest part but the last
-ENV_VARS = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
+# What a job hands its Ray actors (`workers/actors.py`): they open the store on whatever node they land on.
+ENV_VARS = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION")
 
 
 class StoreUnavailable(GalahadError):
     """The object store did not answer (or kept failing) within the retry budget."""
-
-
-@dataclass(frozen=True)
-class S3Retry:
-    """A request is tried at most `attempts` times, waiting `base_s * 2**n` (jittered, at most `cap_s`)
-    between tries, and never started past `deadline_s` after the first; each try's connect and read are
-    bounded by `connect_timeout_s` and `read_timeout_s`."""
-
-    attempts: int = 6
-    base_s: float = 0.25
-    cap_s: float = 4.0
-    deadline_s: float = 30.0
-    connect_timeout_s: float = 3.0
-    read_timeout_s: float = 60.0
 
 
 def is_s3(spec: str | os.PathLike | None) -> bool:
