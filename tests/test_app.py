@@ -144,8 +144,20 @@ def test_galahad_run_and_the_service_learner_start_the_same_learning_job(tmp_pat
         ray.shutdown()
     job.lock.release()
     assert tally.reconciled == 1 and job.drains == 1
+    # one batch record per drain that learned something (what `serve` prints), by the same counters
+    assert [(b["batch"], b["problems"], b["verified"] + b["failed"]) for b in job.batches] == [
+        (1, tally.problems, tally.verified + tally.failed)]
     with Catalog(url) as cat:
         assert not {"pending", "claimed"} & {p["status"] for p in cat.problems.find(limit=100)}
+        # both paths record why a problem failed, the same way (the Flywheel's): k=2 attempts each
+        failed = [p for p in cat.problems.find(limit=100) if p["status"] == "failed"]
+        assert len(failed) >= summary["failed"] + tally.failed > 0
+        for p in failed:
+            row = cat.problems.get(p["id"])
+            assert row["failure"]["attempts"] == 2, row
+            assert row["failure"]["distinct_answers"] + row["failure"]["no_answer"] >= 1, row
+        for p in cat.problems.find(limit=100):
+            assert (cat.problems.get(p["id"])["failure"] is None) == (p["status"] != "failed")
         assert cat.queue.unfinished_deposits() == [] and cat.runs.verified_solution(cut)["artifact_id"]
         runs = {r["id"]: r for r in cat.runs.recent()}
     cli_run, service_run = runs[summary["run_id"]], runs[job.run_id]
