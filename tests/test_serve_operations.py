@@ -81,12 +81,7 @@ def test_serve_reports_batches_and_failures_serves_docs_offline_and_stops_cleanl
 
         # Ctrl-C: SIGINT to the foreground process group, as a terminal sends it
         os.killpg(server.proc.pid, signal.SIGINT)
-        assert server.proc.wait(SHUTDOWN_S) == 0, server.tail()
-        left = _until(lambda: not session_pids(server.proc.pid), 15, 0.5)
-        assert left, f"processes of serve's session left: {session_pids(server.proc.pid)}"
-        output = log_path.read_text(errors="replace")
-        errors = [line for line in output.splitlines() if ERROR_WORDS.search(line) and not BATCH_LINE.fullmatch(line)]
-        assert not errors, output[-3000:]
+        _assert_stopped_cleanly(server, log_path)
     finally:
         server.reap()
         server.log.close()
@@ -96,3 +91,26 @@ def test_serve_reports_batches_and_failures_serves_docs_offline_and_stops_cleanl
     assert shown.returncode == 0, shown.stderr
     line = next(row for row in shown.stdout.splitlines() if row.strip().startswith("failure"))
     assert "2 attempts" in line and "distinct answers" in line, shown.stdout
+
+
+def test_serve_without_a_learner_stops_cleanly_on_sigterm(tmp_path, model_cache):
+    server = Served(tmp_path / "data", ["--model", "tiny", "--no-learn"], serve_env(model_cache))
+    try:
+        server.wait_ready()
+        assert server.json("POST", "/v1/solve", {"problem": "What is 2 + 2?"})[0] == 200
+        server.proc.send_signal(signal.SIGTERM)  # to the driver alone, as `kill` or a service manager sends it
+        _assert_stopped_cleanly(server, tmp_path / f"serve-{server.port}.log")
+    finally:
+        server.reap()
+        server.log.close()
+
+
+def _assert_stopped_cleanly(server: Served, log_path) -> None:
+    """Exit 0 within SHUTDOWN_S, no process of its session (its Ray cluster) left, no error line."""
+    assert server.proc.wait(SHUTDOWN_S) == 0, server.tail()
+    left = _until(lambda: not session_pids(server.proc.pid), 15, 0.5)
+    assert left, f"processes of serve's session left: {session_pids(server.proc.pid)}"
+    output = log_path.read_text(errors="replace")
+    errors = [line for line in output.splitlines() if ERROR_WORDS.search(line) and not BATCH_LINE.fullmatch(line)]
+    assert not errors, output[-3000:]
+    assert "galahad: serving on" in output
