@@ -20,6 +20,7 @@ from galahad.flywheel.catalog.db import now
 from galahad.flywheel.config import ServiceConfig
 from galahad.flywheel.service.dashboard import StoreFigures, collect
 from galahad.flywheel.service.metrics import Metrics
+from galahad.flywheel.service.proxy_errors import PAGE_HEADER, JsonErrors
 from galahad.flywheel.service.ui import COOKIE, install
 from galahad.flywheel.service.ui_page import HEADERS, STYLE, STYLE_HASH, page, sign_in_page
 
@@ -145,18 +146,19 @@ def _app() -> FastAPI:
 
 
 def test_sign_in_sets_a_strict_cookie_that_opens_only_the_page():
-    client = TestClient(_app())
+    client = TestClient(JsonErrors(_app()))  # behind Serve's proxy middleware, as `galahad serve` runs it
     html = {"accept": "text/html"}
     r = client.get("/ui", headers=html)
     assert r.status_code == 401 and "text/html" in r.headers["content-type"] and 'name="token"' in r.text
-    assert r.headers["content-security-policy"] == HEADERS["Content-Security-Policy"]
+    assert r.headers["content-security-policy"] == HEADERS["Content-Security-Policy"] and r.headers[PAGE_HEADER]
     assert client.get("/ui").json() == {"error": "missing or wrong bearer token"}  # a script: JSON, as ever
     assert client.get("/ui", headers={"authorization": f"Bearer {GOOD}"}).json() == {"page": True}
     assert client.get("/ui/login").status_code == 405
     assert client.post("/ui/login", data={"token": GOOD}, headers={"origin": "https://evil.example"},
                        follow_redirects=False).status_code == 403
     assert client.post("/ui/login", data={"token": "a b\r\n"}, follow_redirects=False).status_code == 400
-    r = client.post("/ui/login", data={"token": GOOD}, follow_redirects=False)
+    assert client.post("/ui/login", data={"token": GOOD}, headers={"origin": "null"}, follow_redirects=False).status_code == 403
+    r = client.post("/ui/login", data={"token": GOOD}, headers={"origin": "http://testserver"}, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/ui"
     cookie = r.headers["set-cookie"]
     assert cookie.startswith(f"{COOKIE}={GOOD};") and "HttpOnly" in cookie and "SameSite=strict" in cookie

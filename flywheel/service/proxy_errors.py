@@ -12,7 +12,8 @@ environment; a cluster joined with `--address` keeps its own proxy, whose errors
 (the `Client` turns those into a `ServiceError` with the status too).
 
 `JsonErrors` rewrites a response of status >= 400 whose content type is not JSON into
-`{"error": "<its text, one line>"}` (our app answers no error that way), and answers a request the proxy
+`{"error": "<its text, one line>"}` (our app answers no error that way but one: the page's sign-in form, a
+text/html 401 or 403 marked with `PAGE_HEADER`, `ui.py`, passes through), and answers a request the proxy
 ended without any response with a JSON 500. Everything else passes through untouched, streamed.
 """
 
@@ -24,6 +25,7 @@ from typing import Any
 ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
 CALLBACK = "galahad.flywheel.service.proxy_errors:middlewares"
 KEEP_HEADERS = (b"retry-after", b"x-request-id")
+PAGE_HEADER = "X-Galahad-Page"  # on the page's sign-in form (`ui.py`): an HTML error body that stays HTML
 MAX_TEXT = 4096  # bytes of a plain-text error body kept
 NO_RESPONSE = "internal error: the replica failed while answering (Ray Serve returned no response)"
 
@@ -59,7 +61,7 @@ class JsonErrors:
             if message["type"] == "http.response.start":
                 headers = {k.lower(): v for k, v in message.get("headers", [])}
                 kind = headers.get(b"content-type", b"").decode("latin-1").lower()
-                if message["status"] >= 400 and "json" not in kind:
+                if message["status"] >= 400 and "json" not in kind and PAGE_HEADER.lower().encode() not in headers:
                     rewrite = {"status": message["status"], "body": b"", "extra": [
                         (k, v) for k, v in message.get("headers", []) if k.lower() in KEEP_HEADERS]}
                     return

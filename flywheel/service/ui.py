@@ -24,6 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from galahad.flywheel.service.dashboard import collect
+from galahad.flywheel.service.proxy_errors import PAGE_HEADER
 from galahad.flywheel.service.security import current_caller
 from galahad.flywheel.service.ui_page import HEADERS, page, sign_in_page
 
@@ -83,7 +84,7 @@ async def _sign_in(request: Request) -> Response:
             return _error(413, f"a sign-in form over {FORM_LIMIT} bytes")
     token = parse_qs(body.decode("utf-8", "replace")).get("token", [""])[0].strip()
     if not TOKEN.fullmatch(token):
-        return HTMLResponse(sign_in_page("That is not a token."), status_code=400, headers=HEADERS)
+        return HTMLResponse(sign_in_page("That is not a token."), status_code=400, headers={**HEADERS, PAGE_HEADER: "sign-in"})
     response = RedirectResponse("/ui", status_code=303)
     response.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=_https(request), path="/")
     return response
@@ -115,7 +116,8 @@ async def sign_in(request: Request, call_next):
     if response.status_code in (401, 403) and path != "/ui/data" and "text/html" in request.headers.get("accept", ""):
         message = ("This page needs the admin's token; a tenant's token does not open it." if response.status_code == 403
                    else "That token was not accepted." if cookie else "This server needs a token.")
-        return HTMLResponse(sign_in_page(message), status_code=response.status_code, headers=HEADERS)
+        return HTMLResponse(sign_in_page(message), status_code=response.status_code,
+                            headers={**HEADERS, PAGE_HEADER: "sign-in"})  # kept HTML by Serve's proxy
     return response
 
 

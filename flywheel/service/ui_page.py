@@ -33,7 +33,7 @@ STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
 HEADERS = {
     "Content-Security-Policy": f"default-src 'none'; style-src 'sha256-{STYLE_HASH}'; img-src data:; "
                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 W, H, PAD = 560, 160, 34  # chart size and left/bottom padding (SVG user units)
