@@ -1,8 +1,8 @@
 """An operator's basics on a real `galahad serve` (issue 44 items 3 and 4), slow tier: the learner's batch line
 in serve's output, a failed problem's reason over the API and in `galahad catalog show`,
 `galahad_problems_failed_total` and the latency histograms in a live scrape (which covers every metric the
-Grafana dashboard names), `/docs` with only local assets, and Ctrl-C: exit 0 in bounded time, no error line,
-no process of its Ray cluster left (by PID)."""
+Grafana dashboard names), `/docs` with only local assets (and rendered by headless Chromium), and Ctrl-C or
+SIGTERM: exit 0 in bounded time, no error line, no process of its Ray cluster left (by PID)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from test_operator_basics import DASHBOARD, METRIC
 pytestmark = pytest.mark.slow  # a real serve with its learner on a local Ray cluster (a minute or more)
 
 TOKEN = "test-token-operations-0123456789"
+CHROMIUM = "/usr/bin/chromium"  # Debian's (apt-get install chromium)
 SHUTDOWN_S = 90  # serve's own waits: learner 2 x 10 s, Serve 2 x 30 s; Ray's shutdown after
 BATCH_LINE = re.compile(r"galahad: learner batch \d+: problems=\d+ verified=\d+ failed=\d+ seconds=[\d.]+ "
                         r"rate=[\d.e+-]+/s")
@@ -93,11 +94,16 @@ def test_serve_reports_batches_and_failures_serves_docs_offline_and_stops_cleanl
     assert "2 attempts" in line and "distinct answers" in line, shown.stdout
 
 
-def test_serve_without_a_learner_stops_cleanly_on_sigterm(tmp_path, model_cache):
+def test_serve_without_a_learner_renders_docs_in_chromium_and_stops_cleanly_on_sigterm(tmp_path, model_cache):
     server = Served(tmp_path / "data", ["--model", "tiny", "--no-learn"], serve_env(model_cache))
     try:
         server.wait_ready()
         assert server.json("POST", "/v1/solve", {"problem": "What is 2 + 2?"})[0] == 200
+        # /docs renders in a browser that reaches nothing but this server (no token here: a browser sends none)
+        dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                              f"--user-data-dir={tmp_path / 'chromium-profile'}", "--virtual-time-budget=15000",
+                              "--dump-dom", f"{server.url}/docs"], capture_output=True, text=True, timeout=120)
+        assert 'data-path="/v1/solve"' in dom.stdout and "opblock" in dom.stdout, dom.stdout[-2000:]
         server.proc.send_signal(signal.SIGTERM)  # to the driver alone, as `kill` or a service manager sends it
         _assert_stopped_cleanly(server, tmp_path / f"serve-{server.port}.log")
     finally:
