@@ -69,6 +69,15 @@ def stream_weights(engine) -> float:
         return float(sum(float(p.sum()) for p in engine.model.parameters()))
 
 
+def prefix_tokens(engine, n: int, gen) -> list[int]:
+    """The N-token prefix `measure` times: BOS, then deterministic random ids from `gen` (bench_peers.py feeds
+    the very same ids to llama.cpp)."""
+    import torch
+
+    vocab = engine.model.config.vocab_size
+    return [engine.tokenizer.bos_token_id] + torch.randint(10, vocab, (n - 1,), generator=gen).tolist()
+
+
 def measure(engine, store, n: int, reps: int, recompute_reps: int, gen) -> dict:
     import torch
 
@@ -76,8 +85,7 @@ def measure(engine, store, n: int, reps: int, recompute_reps: int, gen) -> dict:
     from galahad.flywheel.memory.recall import graft, graft_decode
     from galahad.workers.graft import encode_span
 
-    vocab = engine.model.config.vocab_size
-    prefix = [engine.tokenizer.bos_token_id] + torch.randint(10, vocab, (n - 1,), generator=gen).tolist()
+    prefix = prefix_tokens(engine, n, gen)
     q = engine.encode(QUERY, bos=False)
     recompute, ref_logits, art_id = [], None, None
     for _ in range(recompute_reps):
