@@ -10,6 +10,7 @@ import time
 from datetime import timedelta
 from html.parser import HTMLParser
 
+import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
@@ -171,3 +172,25 @@ def test_sign_in_sets_a_strict_cookie_that_opens_only_the_page():
     client.cookies.set(COOKIE, "wrong-token-0123456789")
     r = client.get("/ui", headers=html)
     assert r.status_code == 401 and "not accepted" in r.text
+
+
+@pytest.mark.slow
+def test_store_bytes_per_tier_of_an_object_store(tmp_path, monkeypatch):
+    """An object store (SeaweedFS): `disk` is its local cache's files, `object` the catalog's resident bytes,
+    `ram` what this process keeps; `catalog evict` empties the cache and only the disk figure falls."""
+    from seaweed import Seaweed
+
+    from galahad.flywheel.artifacts.s3_store import S3Store
+
+    with Seaweed(tmp_path / "weed") as server, Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}") as cat:
+        for k, v in server.env().items():
+            monkeypatch.setenv(k, v)
+        store = S3Store("s3://galahad-ui/p/", tmp_path / "cache", ram_tier_bytes=1 << 20)
+        ids = store.put_many([bytes([7]) * 1000, bytes([8]) * 5000])
+        store.get(ids[0])  # read and hash-checked: now in the RAM tier too
+        figures = StoreFigures(store, cat)
+        assert figures.tiers() == {"ram": 1000, "disk": 6000, "object": 0}  # no catalog rows: none resident
+        store.evict_local(ids[1])
+        assert figures.tiers()["disk"] == 1000
+        samples = {s.labels["tier"]: s.value for f in figures.collect() for s in f.samples}
+        assert samples == {"ram": 1000.0, "disk": 1000.0, "object": 0.0}

@@ -181,9 +181,13 @@ def page(d: dict[str, Any], signed_in: bool = False) -> str:
     att = d["attempts"]
     recall = [(p, f'galahad_answers_total{{path="{p}"}}', v, None) for p, v in d["recall"].items()]
     store = [(t, f'galahad_store_bytes{{tier="{t}"}}', v, size(v)) for t, v in d["store"].items()]
+    ram = ""
     if "galahad_ram_tier_capacity_bytes" in f:
         cap = f["galahad_ram_tier_capacity_bytes"]
-        store.append(("ram capacity", "galahad_ram_tier_capacity_bytes", cap, size(cap)))
+        ram = (f'<p class="muted">RAM tier: capacity {figure("galahad_ram_tier_capacity_bytes", cap, size(cap))}'
+               + "".join(f", {label} {figure(key, f[key])}" for label, key in (
+                   ("hits", "galahad_ram_tier_hits_total"), ("misses", "galahad_ram_tier_misses_total")) if key in f)
+               + "</p>")
     sign_out = ('<form method="post" action="/ui/logout"><button type="submit">sign out</button></form>'
                 if signed_in else "")
     sections = [
@@ -191,8 +195,8 @@ def page(d: dict[str, Any], signed_in: bool = False) -> str:
         (f"Attempts per second (last {int(len(att['per_second']) * att['bucket_seconds'])} s: "
          f"{number(att['window_total'])} attempts)",
          bar_chart(att["times"], att["per_second"], "attempts per second", "attempts/s")),
-        ("Recall hits by path (answers by this replica)", _bars_table(recall, ("path", "answers"))),
-        ("Store bytes per tier", _bars_table(store, ("tier", "bytes"))),
+        ("Recall hits by path (this replica's answers; base: the model alone)", _bars_table(recall, ("path", "answers"))),
+        ("Store bytes per tier", _bars_table(store, ("tier", "bytes")) + ram),
         ("Learner", _learner(d["learner"], f)),
         ("Latest verifications", _latest(d["latest"])),
     ]
