@@ -192,6 +192,9 @@ class ServiceConfig:
     # Prompt tokens one request may make the engine prefill (413 above it, before any forward): a few-shot
     # prompt is ~100 tokens; 1,024 is a few seconds of this 2-core CPU's engine time.
     max_prompt_tokens: int = 1_024
+    # Recall decodes (hash and key routes) a replica keeps, least recently used out first (`service/recall_memo.py`):
+    # a repeated recall then returns the bytes its engine already computed, without the forward passes; 0: off.
+    recall_memo: int = 4_096
     # The page (`/ui`, `service/ui.py`): it reloads itself this often; its attempts-per-second chart covers
     # the last window in buckets; it lists this many of the latest verifications.
     ui_refresh_seconds: int = 5

@@ -158,28 +158,36 @@ def listening_tcp(pids: list[int]) -> list[tuple[int, str, int]]:
 def seed_solution(data: Path, model: str, model_cache: Path, text: str, answer: str,
                   template: str = "seed", topic: str = "arith") -> str:
     """A verified, deposited solution in DATA's catalog and store, as the learner deposits one; its artifact id."""
+    return seed_solutions(data, model, model_cache, [(text, answer, template, topic)])[0]
+
+
+def seed_solutions(data: Path, model: str, model_cache: Path, items: list[tuple[str, str, str, str]],
+                   runtime=None) -> list[str]:
+    """`seed_solution` for several (text, answer, template, topic), by one depositor (the model loaded once)
+    under `runtime` (default: `DEFAULT_RUNTIME`, the stock kernel mode); their artifact ids."""
     from local_depositor import LocalDepositor
 
     from galahad.flywheel.catalog import problem_hash
+    from galahad.flywheel.memory.foreign import record_runtime
     from galahad.verifier.verifier import Verifier
     from galahad.workers.runtime import DEFAULT_RUNTIME
 
     data.mkdir(parents=True, exist_ok=True)
-    dep = LocalDepositor(model, model_cache, DEFAULT_RUNTIME, f"sqlite:///{data / 'catalog.sqlite3'}", data / "store")
-    cat = dep.catalog
-    cat.problems.add(text, answer, "test", topic, template)
-    pid = problem_hash(text)
-    attempt = cat.runs.add_attempt(pid, None, dep.engine.model_fingerprint, {}, f" {answer}", 1, 0.0, 0.0)
-    verdict = Verifier().check_answer(answer, answer)
-    vid = cat.runs.add_verification(attempt, verdict.version, verdict.verified, verdict.reason)
-    cat.queue.mark(pid, "verified")
-    dep.deposit({"id": pid, "text": text, "answer": answer, "template": template, "topic": topic}, answer, vid)
-    from galahad.flywheel.memory.foreign import record_runtime
-
-    record_runtime(cat, dep.engine)  # as the learning job records its depositor's runtime
-    art = cat.runs.verified_solution(pid)["artifact_id"]
+    dep = LocalDepositor(model, model_cache, runtime or DEFAULT_RUNTIME, f"sqlite:///{data / 'catalog.sqlite3'}",
+                         data / "store")
+    cat, arts = dep.catalog, []
+    for text, answer, template, topic in items:
+        cat.problems.add(text, answer, "test", topic, template)
+        pid = problem_hash(text)
+        attempt = cat.runs.add_attempt(pid, None, dep.engine.model_fingerprint, {}, f" {answer}", 1, 0.0, 0.0)
+        verdict = Verifier().check_answer(answer, answer)
+        vid = cat.runs.add_verification(attempt, verdict.version, verdict.verified, verdict.reason)
+        cat.queue.mark(pid, "verified")
+        dep.deposit({"id": pid, "text": text, "answer": answer, "template": template, "topic": topic}, answer, vid)
+        record_runtime(cat, dep.engine)  # as the learning job records its depositor's runtime
+        arts.append(cat.runs.verified_solution(pid)["artifact_id"])
     cat.close()
-    return art
+    return arts
 
 
 def serve_env(model_cache: Path) -> dict:

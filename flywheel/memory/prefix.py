@@ -68,13 +68,14 @@ def few_shot_decode(engine, problem: str, max_tokens: int, temperature: float = 
     n = len(pre.ids)
     if len(ids) > n and ids[:n] == pre.ids:
         cache = copy.deepcopy(pre.cache) if keep else pre.cache
+        graft_s = time.perf_counter() - t0  # the kept prefix's copy: this route's graft
         logits = engine.prefill(cache, ids[n:], n, last_only=True)[-1]
         STATS["continued"] += 1
     else:  # the tokenizer merges across the boundary: the one-span schedule, as without a shared prefix
-        cache = engine.new_cache()
+        cache, graft_s = engine.new_cache(), time.perf_counter() - t0
         logits = engine.prefill(cache, ids, 0, last_only=True)[-1]
         STATS["one_span"] += 1
     prefill_s = time.perf_counter() - t0
     out = engine.continue_decode(cache, logits, len(ids), max_tokens, temperature=temperature, seed=seed,
                                  stop=(prompts.ANSWER_STOP,))
-    return Recalled([], 0, list(ids), list(out.token_ids), out.text, out.seconds + prefill_s)
+    return Recalled([], 0, list(ids), list(out.token_ids), out.text, out.seconds + prefill_s, graft_s, prefill_s)

@@ -27,7 +27,9 @@ class Recalled:
     prompt_token_ids: list[int]
     output_token_ids: list[int]
     output_text: str
-    seconds: float
+    seconds: float  # the whole: graft + the prompt's forward + decode
+    graft_seconds: float = 0.0  # of which the chain's load (hash-checked) and restore
+    prefill_seconds: float = 0.0  # of which graft + encoding + the prompt's forward: time to the first token
 
     @property
     def answer(self) -> str:
@@ -86,6 +88,7 @@ class Prepared:
             chain = load_chain(store, tail) if tail else []
             check_fits(engine, chain[-1].meta.end if chain else 0, len(ids), max_tokens)  # before any forward
             cache, start, artifacts = restore_chain(engine, chain)
+        self.graft_seconds = time.perf_counter() - t0
         self.engine, self.artifacts, self.start, self.ids = engine, artifacts, start, list(ids)
         self._logits = engine.prefill(cache, self.ids, start, last_only=True)[-1]
         self._cache = cache
@@ -102,7 +105,8 @@ class Prepared:
             self._cache = None
         out = self.engine.continue_decode(cache, self._logits, self.start + len(self.ids), max_tokens,
                                           temperature=temperature, seed=seed, stop=(prompts.ANSWER_STOP,))
-        return Recalled(self.artifacts, self.start, self.ids, list(out.token_ids), out.text, out.seconds)
+        return Recalled(self.artifacts, self.start, self.ids, list(out.token_ids), out.text, out.seconds,
+                        self.graft_seconds, self.prefill_seconds)
 
 
 def answer_decode(engine, store: BlobStore, tail: str | None, question: str, prompt: str, max_tokens: int,
@@ -129,4 +133,4 @@ def graft_decode(engine, store: BlobStore, tail: str | None, text: str, max_toke
     prepared = Prepared(engine, store, tail, text, recompute, max_tokens)
     r = prepared.decode(max_tokens, temperature, seed, last=True)
     return Recalled(r.artifacts, r.start, r.prompt_token_ids, r.output_token_ids, r.output_text,
-                    r.seconds + prepared.prefill_seconds)
+                    r.seconds + prepared.prefill_seconds, prepared.graft_seconds, prepared.prefill_seconds)

@@ -2,7 +2,9 @@
 and read the catalog and the store. Plain class; the FastAPI routes (`app.py`) only translate.
 
 The engine answers one request at a time (its deterministic runtime pins process-wide torch settings), so
-`solve` holds a lock around the forward passes; catalog reads never wait for it. Input is checked before
+`solve` holds a lock around the forward passes; catalog reads never wait for it. A recall this replica already
+decoded (hash, key) is read from its memo (`recall_memo.py`: the same bytes, no forward pass); each solve adds
+its stages to the request's `Server-Timing` (`timing.py`). Input is checked before
 any forward: text sizes, NUL characters and lone surrogates (400), and a prompt longer than the request
 budget (`ServiceConfig.max_prompt_tokens`) or the model's context window (413). Problems reach the learner
 only through `app.intake.admit`: golds checked against computable values, conflicting golds refused (409),
@@ -39,6 +41,8 @@ from galahad.flywheel.memory.solver import Route, Solver
 from galahad.flywheel.problems.golds import check_gold, same_gold
 from galahad.flywheel.problems.prompts import ANSWER_STOP, answer_from_output
 from galahad.flywheel.problems.records import Problem, problem_from_dict
+from galahad.flywheel.service import timing
+from galahad.flywheel.service.recall_memo import RecallMemo
 from galahad.verifier.verifier import Verifier
 
 _ID = re.compile(r"[0-9a-f]{64}")  # matched whole (fullmatch): a trailing newline is no id
@@ -122,6 +126,7 @@ class Answering:
         self.solver = solver or Solver(engine, catalog, store)
         self.verifier: Verifier = self.solver.verifier
         self.lock = threading.Lock()
+        self.memo = RecallMemo(self.config.recall_memo)  # recall decodes already computed (`recall_memo.py`)
 
     # -- answering ---------------------------------------------------------------------------------
 
@@ -156,18 +161,37 @@ class Answering:
                 raise GalahadError(checked.error)
         self.check_fits(problem, how.max_tokens)
         taken: list[tuple[Route, Recalled]] = []
+        spent: list[float] = []
+        t1 = time.perf_counter()
+        timing.add("check", t1 - t0)
 
         def decode(route: Route) -> Recalled:  # the walk's decodes, at most the caller's cap; the last one answers
             if how.max_tokens is not None and how.max_tokens < route.max_tokens:
                 route = replace(route, max_tokens=how.max_tokens)
-            r = self.solver.decode(route)
+            ts = time.perf_counter()
+            r = self.memo.get(route)  # a recall this engine already decoded: its bytes, no forward pass
+            if r is None:
+                r = self.solver.decode(route)
+                self.memo.put(route, r)
+                timing.add("graft", r.graft_seconds)
+                timing.add("forward", r.prefill_seconds - r.graft_seconds)
+                timing.add("decode", r.seconds - r.prefill_seconds)
+            else:
+                timing.add("memo", time.perf_counter() - ts)
+            spent.append(time.perf_counter() - ts)
             taken.append((route, r))
             return r
 
         with self.lock:
+            t2 = time.perf_counter()
             ans = self.solver.solve(problem, decode=decode)
+            t3 = time.perf_counter()
             route, walked = taken[-1]
             choices = self._choices(route, ans, walked, how, gold)
+        t4 = time.perf_counter()
+        timing.add("wait", t2 - t1)
+        timing.add("walk", t3 - t2 - sum(spent))
+        timing.add("choices", t4 - t3)
         known = bool(ans.verified) and ans.path in ("hash", "key")  # memory's verified answer to this problem
         if ans.memory_note:  # memory holds it, compiled elsewhere: one line in the replica's log, and in the reply
             log.warning("problem %s: %s", problem_hash(problem)[:16], ans.memory_note)
@@ -183,6 +207,8 @@ class Answering:
                 queued = self.queue(problem, ans.computed)
             except GoldConflict as exc:  # the catalog holds another gold for it: answered, not queued
                 log.warning("problem %s not queued: %s", pid[:16], exc)
+        timing.add("queue", time.perf_counter() - t4)
+        timing.add("solve", time.perf_counter() - t0)
         first = choices[0]
         verified = _all([c["verified"] for c in choices])
         reason = f"wrong: computed value is {ans.computed}" if verified is False and ans.computed else (

@@ -40,6 +40,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from galahad.flywheel.app.intake import GoldConflict
 from galahad.flywheel.config import DEFAULTS, ServiceConfig
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.service import timing
 from galahad.flywheel.service.answering import Answering, Decoding, NotFound, TooLarge
 from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResponse, SubmitResponse
 from galahad.flywheel.service.binding import LOOPBACK, bind_replica_grpc_to
@@ -143,6 +144,7 @@ async def http_error(request: Request, exc: StarletteHTTPException) -> JSONRespo
 async def guard(request: Request, call_next):
     t0, replica = time.perf_counter(), _REPLICA
     answered = begin_request()  # `Metrics.answer` sets its answer path: the latency's `path` label
+    stages = timing.begin()  # where the time went (`timing.py`): the reply's Server-Timing header
     if replica is None:
         return error(503, "the replica is starting", request=request)
     threads = anyio.to_thread.current_default_thread_limiter()  # this event loop's; default 40
@@ -151,6 +153,7 @@ async def guard(request: Request, call_next):
     who = getattr(replica, "identify", None)  # a replica that keeps no tenants: the token rule alone
     caller = await who(request) if who is not None else (
         ADMIN if authorized(request.url.path, request.headers.get("authorization"), replica.token) else None)
+    timing.add("identify", time.perf_counter() - t0)
     refused = None
     if caller is not None and not caller.admin:
         try:
@@ -174,6 +177,8 @@ async def guard(request: Request, call_next):
     route = request.scope.get("route")
     replica.metrics.request(getattr(route, "path", "unrouted"), response.status_code, time.perf_counter() - t0,
                             None if caller is None or caller.admin else caller.tenant, answered["path"])
+    stages["replica"] = time.perf_counter() - t0
+    response.headers["Server-Timing"] = timing.header(stages)
     return response
 
 

@@ -1,0 +1,71 @@
+"""A replica's recall memo (`service/recall_memo.py`) and the per-stage timing (`service/timing.py`): a repeated
+hash hit is answered from the memo with the very bytes a fresh graft + decode gives, the lookup and the
+verification still run, only recall routes are kept, and each solve reports where its time went."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from local_depositor import local_memory, verify_and_deposit
+
+from galahad.flywheel.memory.recall import Recalled
+from galahad.flywheel.memory.solver import Route
+from galahad.flywheel.service import timing
+from galahad.flywheel.service.answering import Answering
+from galahad.flywheel.service.recall_memo import RecallMemo
+
+TEXT, GOLD = "What is 2 + 3?", "5"
+
+
+@pytest.fixture()
+def memory(tmp_path, model_cache):
+    with local_memory(tmp_path, model_cache) as (dep, catalog, store, _):
+        verify_and_deposit(dep, catalog.problems.add(TEXT, GOLD, "test", "arith", "add"), GOLD)
+        yield dep, catalog, store
+
+
+def _bytes(out: dict) -> tuple:
+    return out["answer"], out["path"], out["verified"], out["decode_tokens"], out["choices"], out["prompt_tokens"]
+
+
+def test_a_repeated_hit_is_answered_from_the_memo_with_a_fresh_decode_s_bytes(memory):
+    dep, catalog, store = memory
+    a = Answering(dep.engine, catalog, store)
+    stages = timing.begin()
+    first = a.solve(TEXT)  # the hash route grafted and decoded (the tiny random model need not copy the gold:
+    assert (a.memo.hits, a.memo.misses, len(a.memo)) == (0, 1, 1)  # the walk may go on to the base model)
+    assert {"check", "graft", "forward", "decode", "walk", "solve"} <= set(stages) and "memo" not in stages
+    assert all(v >= 0 for v in stages.values()) and stages["solve"] >= stages["forward"]
+
+    stages = timing.begin()
+    again = a.solve(TEXT)
+    assert (a.memo.hits, a.memo.misses, len(a.memo)) == (1, 1, 1) and "memo" in stages
+    assert "walk" in stages  # the lookup and the verification still ran
+    assert _bytes(again) == _bytes(first)
+    recall = a.solver.decode(next(a.solver.routes(TEXT)))  # the hash route decoded afresh: the memo's bytes
+    (kept,) = a.memo._kept.values()
+    assert (kept.output_token_ids, kept.output_text, kept.prompt_token_ids, kept.start) == (
+        recall.output_token_ids, recall.output_text, recall.prompt_token_ids, recall.start)
+
+
+def test_the_memo_keys_a_recall_by_what_its_output_is_a_function_of():
+    memo = RecallMemo(2)
+    r = Recalled(["t"], 5, [1, 2], [3], " 5", 0.1)
+    hit = Route("hash", "t" * 64, TEXT, "query", 8, GOLD)
+    memo.put(hit, r)
+    assert memo.get(hit) is r
+    for other in (replace(hit, tail="u" * 64), replace(hit, max_tokens=2), replace(hit, decoded="What is 3 + 2?")):
+        assert memo.get(other) is None
+    memo.put(Route("transfer", "t" * 64, TEXT, "query", 8), r)  # an inexact route: never kept
+    memo.put(Route("base", None, TEXT, "few-shot", 16), r)
+    assert len(memo) == 1
+    memo.put(replace(hit, tail="a" * 64), r)
+    memo.put(replace(hit, tail="b" * 64), r)  # over capacity: the least recently used goes
+    assert len(memo) == 2 and memo.get(hit) is None
+    assert RecallMemo(0).get(hit) is None
+
+
+def test_server_timing_round_trips():
+    assert timing.parse(timing.header({"graft": 0.0021, "decode": 0.1})) == {"graft": 2.1, "decode": 100.0}
+    assert timing.parse(None) == {} and timing.parse("x, y;desc=z") == {}
