@@ -156,13 +156,14 @@ def listening_tcp(pids: list[int]) -> list[tuple[int, str, int]]:
 
 
 def seed_solution(data: Path, model: str, model_cache: Path, text: str, answer: str,
-                  template: str = "seed", topic: str = "arith") -> str:
-    """A verified, deposited solution in DATA's catalog and store, as the learner deposits one; its artifact id."""
-    return seed_solutions(data, model, model_cache, [(text, answer, template, topic)])[0]
+                  template: str = "seed", topic: str = "arith", catalog_url: str | None = None) -> str:
+    """A verified, deposited solution in DATA's catalog (or `catalog_url`'s) and store, as the learner deposits
+    one; its artifact id."""
+    return seed_solutions(data, model, model_cache, [(text, answer, template, topic)], catalog_url=catalog_url)[0]
 
 
 def seed_solutions(data: Path, model: str, model_cache: Path, items: list[tuple[str, str, str, str]],
-                   runtime=None) -> list[str]:
+                   runtime=None, catalog_url: str | None = None) -> list[str]:
     """`seed_solution` for several (text, answer, template, topic), by one depositor (the model loaded once)
     under `runtime` (default: `DEFAULT_RUNTIME`, the stock kernel mode); their artifact ids."""
     from local_depositor import LocalDepositor
@@ -173,8 +174,8 @@ def seed_solutions(data: Path, model: str, model_cache: Path, items: list[tuple[
     from galahad.workers.runtime import DEFAULT_RUNTIME
 
     data.mkdir(parents=True, exist_ok=True)
-    dep = LocalDepositor(model, model_cache, runtime or DEFAULT_RUNTIME, f"sqlite:///{data / 'catalog.sqlite3'}",
-                         data / "store")
+    dep = LocalDepositor(model, model_cache, runtime or DEFAULT_RUNTIME,
+                         catalog_url or f"sqlite:///{data / 'catalog.sqlite3'}", data / "store")
     cat, arts = dep.catalog, []
     for text, answer, template, topic in items:
         cat.problems.add(text, answer, "test", topic, template)

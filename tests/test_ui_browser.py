@@ -1,9 +1,9 @@
-"""The page (`/ui`) of a real, token-protected `galahad serve` (tiny model, learner on, one tenant) in
-headless Debian Chromium (slow tier): a browser without the token gets the sign-in form, signs in, and the
-page renders with no exception, console error, failed load or request to another origin; every figure it
-shows equals `/metrics`; a screenshot lands in the test's output. Also over plain HTTP: `/` redirects to
-`/ui`, `/ui/data` needs the token, a tenant's token gets 403. Chromium must be installed (`.ci/run` installs
-it): under CI=true its absence fails the test (`require`)."""
+"""The page (`/ui`) of a real, token-protected `galahad serve` (tiny model, learner on, one tenant; its catalog
+on SQLite and on PostgreSQL) in headless Debian Chromium (slow tier): a browser without the token gets the
+sign-in form, signs in, and the page renders with no exception, console error, failed load or request to
+another origin; every figure it shows equals `/metrics`; a screenshot lands in the test's output. Also over
+plain HTTP: `/` redirects to `/ui`, `/ui/data` needs the token, a tenant's token gets 403. Chromium must be
+installed (`.ci/run` installs it): under CI=true its absence fails the test (`require`)."""
 
 from __future__ import annotations
 
@@ -49,15 +49,18 @@ def _settled(server, timeout: float = 240) -> dict[str, float]:
 
 
 @pytest.mark.slow
-def test_the_page_in_headless_chromium_shows_what_metrics_shows(tmp_path, model_cache, require):
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_page_in_headless_chromium_shows_what_metrics_shows(tmp_path, model_cache, require, make_catalog_url,
+                                                                backend):
     from chromium import CHROMIUM, Chromium
 
     require(Path(CHROMIUM).exists(), f"Debian's chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
     data = tmp_path / "data"
-    seed_solution(data, "tiny", model_cache, *SEEDED)
-    with Catalog(f"sqlite:///{data / 'catalog.sqlite3'}") as cat:
+    url = f"sqlite:///{data / 'catalog.sqlite3'}" if backend == "sqlite" else make_catalog_url("postgresql")
+    seed_solution(data, "tiny", model_cache, *SEEDED, catalog_url=url)
+    with Catalog(url) as cat:
         tenant = cat.tenants.add("acme")
-    args = ["--model", "tiny", "--k", "2", "--max-tokens", "4", "--ram-tier", "16M"]
+    args = ["--model", "tiny", "--k", "2", "--max-tokens", "4", "--ram-tier", "16M", "--catalog", url]
     with serving(data, args, serve_env(model_cache), TOKEN) as server:
         # something to show: answers, two problems to learn (attempts), a tenant's requests
         assert server.json("POST", "/v1/solve", {"problem": SEEDED[0]})[0] == 200
