@@ -1,9 +1,9 @@
 """The service page's figures (`/ui` and its JSON, `/ui/data`), and the store's bytes per tier in `/metrics`.
 
-`figures` reads every number the page shows from the replica's own metrics registry, the very collectors
-`/metrics` renders (`metrics.py`, and `StoreFigures` registered beside them), so a figure on the page is the
-figure `/metrics` shows at that moment, keyed by its Prometheus sample (`name` or `name{label="v",...}`, as
-the text format prints it). What `/metrics` has no sample for comes from the same sources it reads:
+`collect` reads every number the page shows that `/metrics` also has from the replica's own metrics
+registry, the very collectors `/metrics` renders (`metrics.py`, and `StoreFigures` registered beside
+them), so a figure on the page is the figure `/metrics` shows at that moment, keyed by its Prometheus
+sample (`name` or `name{label="v",...}`, as the text format prints it). What `/metrics` has no sample for comes from the same sources it reads:
 history from the catalog (`catalog.activity`: verified problems over time, attempts per second, the
 latest verdicts), the learner's supervisor (`learner_state`: state, last error) and, with tenants, each
 tenant's usage (`catalog.tenants.ls`).
