@@ -51,6 +51,8 @@ class NetnsPostgres:
         data = self.root / "data"
         subprocess.run(self._as_postgres([_bin("initdb"), "-D", str(data), "-A", "trust", "-U", "postgres",
                                           "--no-sync"]), check=True, capture_output=True, timeout=120)
+        with open(data / "pg_hba.conf", "a") as hba:  # initdb trusts local sockets only: the nodes' subnet too
+            hba.write(f"host all all {self.ip.rsplit('.', 1)[0]}.0/24 trust\n")
         log = open(self.root / "postgres.log", "ab")
         self.proc = subprocess.Popen(
             self._as_postgres([_bin("postgres"), "-D", str(data), "-p", str(PORT), "-k", str(self.root),
