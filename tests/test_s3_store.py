@@ -331,3 +331,17 @@ def test_run_then_solve_with_an_s3_store(seaweed, request, tmp_path, model_cache
     proc = subprocess.run([*galahad, "catalog", "--store", url, "fsck"], capture_output=True, text=True, env=env,
                           timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_job_hands_its_store_variables_to_its_actors(monkeypatch):
+    """An actor on another node of a joined cluster gets its raylet's environment, not the job's: the AWS
+    variables travel in the actors' runtime_env (end to end: test_s3_cluster.py's two-node test)."""
+    from galahad.workers.actors import pinned_env
+    from galahad.workers.runtime import DEFAULT_RUNTIME
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    env = pinned_env(DEFAULT_RUNTIME)["env_vars"]
+    assert env["AWS_ENDPOINT_URL"] == "http://127.0.0.1:1" and env["AWS_SECRET_ACCESS_KEY"] == "s"
+    assert "AWS_SESSION_TOKEN" not in env  # only what is set
