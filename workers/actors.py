@@ -16,7 +16,7 @@ from galahad.flywheel.artifacts.s3_store import ENV_VARS as STORE_ENV
 from galahad.flywheel.errors import GalahadError
 from galahad.workers.depositor import Depositor
 from galahad.workers.generator import Generator
-from galahad.workers.runtime import MEMORY_ENV, PINNED_ENV, GeneratorRuntime, RuntimeConfig
+from galahad.workers.runtime import PINNED_ENV, PROCESS_ENV, GeneratorRuntime, RuntimeConfig
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def pinned_env(runtime: RuntimeConfig) -> dict:
     which happens when Ray unpickles the actor class, so it travels as the actor's runtime_env."""
     env = dict(PINNED_ENV)
     env.update(OMP_NUM_THREADS=str(runtime.threads), MKL_NUM_THREADS=str(runtime.threads))
-    env.update({k: os.environ.get(k, v) for k, v in MEMORY_ENV.items()})  # memory, not bits (runtime.py)
+    env.update({k: os.environ.get(k, v) for k, v in PROCESS_ENV.items()})  # memory and scheduling, not bits (runtime.py)
     # An s3:// store's endpoint and credentials: an actor on another node of a joined cluster does not inherit
     # this process's environment (its raylet's is what it gets), and the depositor and replicas open the store.
     env.update({k: os.environ[k] for k in STORE_ENV if k in os.environ})

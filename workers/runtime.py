@@ -26,13 +26,17 @@ PINNED_ENV = {
     "OMP_DYNAMIC": "FALSE",
 }
 
-# Process settings that change memory, never bits, so they are not in the runtime fingerprint. glibc gives a
+# Process settings that change memory or scheduling, never bits, so they are not in the runtime fingerprint. glibc gives a
 # multi-threaded process up to 8 malloc arenas per core; a long-running one (the serving replica: an event loop,
 # a thread pool, torch's threads) then keeps fragments of many arenas and its RSS creeps up by tens of MB an hour
 # (bench/soak.py: +63 MB/h with the default, flat with 2). Set before a process starts (glibc reads it then):
 # `pin_process_env` sets it for the processes this one starts (a local Ray cluster and its workers), actors
 # also get it in their runtime_env (`workers/actors.py`). A value the user set is kept.
-MEMORY_ENV = {"MALLOC_ARENA_MAX": "2"}
+# OpenMP's threads sleep when they wait instead of spinning (`OMP_WAIT_POLICY`): on 2 shared cores a spinning
+# thread takes the core from the process it waits on (the replica beside its learner, a test beside Ray's
+# actors). Measured: a hash hit in-process 2.09 s -> 0.388 s under load 5-8 (`bench/bench_serve.py`); quiet, the
+# learning loop's attempts/s 1.20x in stock, 0.96x in codes (`bench/bench_flywheel.py`, docs/results.md).
+PROCESS_ENV = {"MALLOC_ARENA_MAX": "2", "OMP_WAIT_POLICY": "PASSIVE"}
 
 
 @dataclass(frozen=True)
@@ -68,10 +72,10 @@ class GeneratorRuntime:
 
 
 def pin_process_env(config: RuntimeConfig = DEFAULT_RUNTIME) -> None:
-    """Set the env that BLAS/OpenMP read at load time (and `MEMORY_ENV`, for the processes started after).
-    Values already set by the user are respected (and recorded in the fingerprint, `MEMORY_ENV` excepted), so
+    """Set the env that BLAS/OpenMP read at load time (and `PROCESS_ENV`, for the processes started after).
+    Values already set by the user are respected (and recorded in the fingerprint, `PROCESS_ENV` excepted), so
     an explicit choice is never silently overridden."""
-    for key, value in {**PINNED_ENV, **MEMORY_ENV}.items():
+    for key, value in {**PINNED_ENV, **PROCESS_ENV}.items():
         os.environ.setdefault(key, value)
     os.environ.setdefault("OMP_NUM_THREADS", str(config.threads))
     os.environ.setdefault("MKL_NUM_THREADS", str(config.threads))
