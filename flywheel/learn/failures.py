@@ -5,27 +5,17 @@ and, when the problem fails, gives the record the catalog keeps with the `failed
 shown by `/v1/problems/{id}` and `galahad catalog show`): `attempts` (of this claim), `distinct_answers`,
 `no_answer` (attempts with an empty answer), `most_common` (`answer`, `count`: the most frequent wrong
 answer, the earliest seen on a tie) and `closest` (`answer`, `distance`: the answer nearest the gold where
-both read as plain numbers, else null). Answers are kept cut at `MAX_ANSWER_CHARS`.
+both read as exact numbers, `problems/golds.py` `exact_number`, else null). Answers are kept cut at `MAX_ANSWER_CHARS`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from fractions import Fraction
 from typing import Any
 
+from galahad.flywheel.problems.golds import exact_number
+
 MAX_ANSWER_CHARS = 200
-
-
-def as_number(text: str) -> Fraction | None:
-    """A plain number (`12`, `-3.5`, `1,200`, `3/4`), else None; nothing else is read as one."""
-    t = text.strip().rstrip(".").replace(",", "").replace(" ", "")
-    if not t or len(t) > 60:
-        return None
-    try:
-        return Fraction(t)
-    except (ValueError, ZeroDivisionError):
-        return None
 
 
 class WrongAnswers:
@@ -49,9 +39,9 @@ class WrongAnswers:
         attempts = self.attempts.pop(problem_id, 0)
         given = Counter({a: n for a, n in answers.items() if a})
         common = max(given.items(), key=lambda kv: kv[1], default=None)  # max keeps the first of a tie
-        target, closest = as_number(gold), None
+        target, closest = exact_number(gold), None
         if target is not None:
-            numbers = [(abs(v - target), a) for a in given if (v := as_number(a)) is not None]
+            numbers = [(abs(v - target), a) for a in given if (v := exact_number(a)) is not None]
             if numbers:
                 distance, answer = min(numbers, key=lambda da: da[0])
                 closest = {"answer": answer, "distance": float(distance)}
