@@ -21,8 +21,8 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily
 
 from galahad.flywheel.catalog.db import now
+from galahad.flywheel.service.metrics import ANSWER_PATHS
 
-RECALL_PATHS = ("hash", "key", "similar", "transfer", "base")  # `Answering.solve`'s paths, memory's first
 PAGE_GAUGES = ("galahad_verified", "galahad_queue_depth", "galahad_attempts", "galahad_deposited",
                "galahad_problems_failed_total", "galahad_artifacts_evicted", "galahad_artifact_rebuilds_total",
                "galahad_solves_in_flight", "galahad_learner_up", "galahad_learner_restarts_total",
@@ -104,7 +104,7 @@ def collect(registry, catalog, learner: dict, tenants_exist: bool, model: str, c
     at = now()
     every = samples(registry)
     figures = {k: every[k] for k in PAGE_GAUGES if k in every}
-    recall = {p: every.get(sample_key("galahad_answers_total", {"path": p}), 0.0) for p in RECALL_PATHS}
+    recall = {p: every.get(sample_key("galahad_answers_total", {"path": p}), 0.0) for p in ANSWER_PATHS}
     recall.update({k: v for k, v in _labelled(every, "galahad_answers_total", "path").items() if k not in recall})
     store = _labelled(every, "galahad_store_bytes", "tier")
     tenants = []
