@@ -129,6 +129,7 @@ def test_run_refuses_a_file_with_a_wrong_or_conflicting_gold(tmp_path, model_cac
            "--problems", str(path), "--no-progress"]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode != 0 and f"{path}:2: gold '3' disagrees" in out.stderr and "value 2" in out.stderr
+    assert "read as 1 + 1" in out.stderr  # the refusal shows what the text was read as
     assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "d").exists()  # nothing started
     rows[1] = {"id": "b", "problem": "Add 2 and 2.", "answer": "5", "topic": "t", "source": "s"}
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -140,8 +141,10 @@ def test_run_refuses_a_file_with_a_wrong_or_conflicting_gold(tmp_path, model_cac
                           input="Add 2 and 2.\nWhat is 2 + 2?\nWhat is 2 + 2!\n", capture_output=True, text=True,
                           env=env, timeout=300)
     got = [json.loads(line) for line in keys.stdout.splitlines()]
-    assert got[0]["key"] == got[1]["key"] is not None and got[2] == {"text": "What is 2 + 2!", "key": None, "value": None}
+    assert got[0]["key"] == got[1]["key"] is not None and got[2] == {"text": "What is 2 + 2!", "key": None, "value": None,
+                                                                   "reading": None}
     assert got[0]["value"] == got[1]["value"] == "4"  # each key's value beside it
+    assert got[0]["reading"] == got[1]["reading"] == "2 + 2"  # and what the text was read as
 
 
 def test_problem_files_refuse_nul_and_lone_surrogates():

@@ -6,8 +6,9 @@
 golds that disagree with a computable value) and exits 1 if there is any; it also says how many golds it
 could not check (no computable value), naming the first few ids. `key [TEXT ...]` prints each
 text's canonical key, or `none` (one text a line from stdin when no TEXT is given), so a user can see why
-two texts match; `--json` prints one `{"text", "key", "value"}` object a line (`value`: the exact number the
-key computes to, as a fraction string such as "80" or "181/3", or null).
+two texts match; `--json` prints one `{"text", "key", "value", "reading"}` object a line (`value`: the
+exact number the key computes to, as a fraction string such as "80" or "181/3", or null; `reading`: the
+expression the text was read as, in plain math, such as "12 × 20", or null).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     key = verbs.add_parser("key", help="the canonical key of each text (or of each stdin line), or none")
     key.add_argument("texts", nargs="*", metavar="TEXT", help="problem texts (default: one a line from stdin)")
-    key.add_argument("--json", action="store_true", help='one {"text", "key", "value"} object a line')
+    key.add_argument("--json", action="store_true", help='one {"text", "key", "value", "reading"} object a line')
     key.set_defaults(func=cmd_key)
 
 
@@ -147,15 +148,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_key(args: argparse.Namespace) -> int:
     import sys
 
-    from galahad.flywheel.problems.canonical import canonical_key, key_value
+    from galahad.flywheel.problems.canonical import canonical_key, key_value, reading
 
     texts = args.texts if args.texts else (line.rstrip("\n") for line in sys.stdin)
     for text in texts:
         key = canonical_key(text)
         if args.json:
             v = None if key is None else key_value(key)  # the exact number the key computes to
-            print(json.dumps({"text": text, "key": key, "value": None if v is None else str(v)},
-                             ensure_ascii=False))
+            print(json.dumps({"text": text, "key": key, "value": None if v is None else str(v),
+                              "reading": reading(key) if key else None}, ensure_ascii=False))
         else:
             print(f"{key or 'none'}\t{text}")
     return 0

@@ -129,12 +129,14 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
 from galahad.flywheel.problems import key_grammar, key_tree
 from galahad.flywheel.problems.key_frames import readings
 from galahad.flywheel.problems.key_lexer import Refuse, admissible, rewrite, tokenize
+from galahad.flywheel.problems.reader_render import render_key
 
 # k1: the sympy reader; k2: read "3/4 divided by 2/3" as 3/4/2/3; k3: read "increase 60 by a third" as
 # 60 + 1/3 and numerals unfolded (a third != 1/3 != 0.333.., 5*5*5 != 5^3). A stored key of an older
@@ -284,6 +286,32 @@ def value(text_or_key: str) -> Fraction | None:
             return v
     got = _read(text_or_key) if len(text_or_key) <= MAX_CHARS else None
     return None if got is None else key_value(got[0])
+
+
+@dataclass(frozen=True)
+class Read:
+    """What the reader made of a text: its key, the exact value (None where undefined or out of bounds)
+    and the expression in plain math ("20 × 12")."""
+
+    key: str
+    value: Fraction | None
+    reading: str | None
+
+
+def read(text: str) -> Read | None:
+    """The text's key, value and plain reading, or None when it has no key."""
+    k = canonical_key(text)
+    return None if k is None else Read(k, key_value(k), render_key(k))
+
+
+def reading(text: str) -> str | None:
+    """The expression a text is read as, in plain math ("What is a score times a dozen?" -> "12 × 20";
+    an equation as "2x = 8"), or None when it has no key. A key string is accepted too."""
+    if isinstance(text, str) and text.startswith(("e:", "q:")):
+        got = render_key(text)
+        if got is not None:
+            return got
+    return render_key(canonical_key(text))
 
 
 # -- the similarity fallback's helpers (unchanged behaviour, except that `!` is no longer dropped) ------

@@ -95,10 +95,10 @@ def check_gold(problem: str, gold: str) -> GoldCheck:
     given = exact_number(gold)
     if given is None:
         return GoldCheck(key, value, f"gold {gold[:80]!r} is not a number, but the problem's value is "
-                                     f"computable: {show(value)}")
+                                     f"computable: {show(value)}, read as {canonical.reading(key)}")
     if given != value:
         return GoldCheck(key, value, f"gold {gold[:80]!r} disagrees with the problem's computed value "
-                                     f"{show(value)}")
+                                     f"{show(value)}, read as {canonical.reading(key)}")
     return GoldCheck(key, value, None)
 
 
