@@ -14,7 +14,10 @@ import pytest
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.learn.failures import WrongAnswers, describe
-from galahad.flywheel.service.metrics import ANSWER_PATHS, NO_PATH, Metrics, begin_request
+from galahad.flywheel.memory.solver import PATHS
+from galahad.flywheel.service import request
+from galahad.flywheel.service.metrics import Metrics
+from galahad.flywheel.service.request import NO_PATH
 
 DASHBOARD = Path(__file__).resolve().parents[1] / "deploy" / "grafana" / "galahad.json"
 METRIC = re.compile(r"\bgalahad_[a-z0-9_]+\b")
@@ -63,13 +66,13 @@ def test_the_catalog_keeps_a_failed_problems_reason_and_only_for_failed(catalog_
 def test_request_latency_is_labelled_by_route_and_answer_path_and_streams_record_ttft(tmp_path):
     with Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}") as cat:
         metrics = Metrics(cat.stats)
-        holder = begin_request()  # what the middleware does before the route
+        ctx = request.begin()  # what the middleware does before the route
         metrics.answer("key", 0.01, "/v1/solve")  # the route's answer marks its path
-        metrics.request("/v1/solve", 200, 0.02, None, holder["path"])
-        metrics.request("/healthz", 200, 0.001, None, begin_request()["path"])
-        holder = begin_request()
+        metrics.request("/v1/solve", 200, 0.02, None, ctx.path)
+        metrics.request("/healthz", 200, 0.001, None, request.begin().path)
+        ctx = request.begin()
         metrics.answer("something-new", 0.01, "/v1/solve")  # bounded labels: an unknown path is "other"
-        metrics.request("/v1/solve", 200, 0.02, None, holder["path"])
+        metrics.request("/v1/solve", 200, 0.02, None, ctx.path)
         sent = list(metrics.timed_stream([b"role", b"first", b"done"], 1, 0.0, "/v1/chat/completions", "hash"))
         assert sent == [b"role", b"first", b"done"]
         got = _samples(metrics.render())
@@ -78,7 +81,7 @@ def test_request_latency_is_labelled_by_route_and_answer_path_and_streams_record
     assert got['galahad_request_seconds_count{path="other",route="/v1/solve"}'] == 1.0
     assert got['galahad_time_to_first_token_seconds_count{path="hash",route="/v1/chat/completions"}'] == 1.0
     assert got['galahad_time_to_first_token_seconds_bucket{le="+Inf",path="hash",route="/v1/chat/completions"}'] == 1.0
-    assert "hash" in ANSWER_PATHS
+    assert "hash" in PATHS
 
 
 def test_docs_page_links_only_its_own_assets_and_serves_them(tmp_path):
@@ -148,7 +151,7 @@ def test_the_grafana_dashboard_is_a_model_over_metrics_the_service_exposes(tmp_p
     with Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}") as cat:  # the registry as a replica builds it
         store = open_store(str(tmp_path / "store"), 1 << 20)
         exposed = exposed_series(Metrics(cat.stats, lambda: {"state": "running", "up": True, "restarts": 0},
-                                         store.ram.stats))
+                                         store, cat))
     used, exprs = set(), []
     for panel in dash["panels"]:
         assert panel["datasource"]["uid"] == "${DS_PROMETHEUS}" and panel["type"] in ("stat", "timeseries")
@@ -167,7 +170,7 @@ def test_the_grafana_dashboard_is_a_model_over_metrics_the_service_exposes(tmp_p
     assert used <= exposed, sorted(used - exposed)
     text = " ".join(exprs)  # what the issue asks the dashboard to show
     for name in ("galahad_verified", "galahad_attempts", "galahad_answers_total", "galahad_problems_failed_total",
-                 "galahad_store_resident_bytes", "galahad_request_seconds_bucket",
+                 "galahad_store_bytes", "galahad_request_seconds_bucket",
                  "galahad_time_to_first_token_seconds_bucket"):
         assert name in text, name
     assert "histogram_quantile(0.5," in text and "histogram_quantile(0.95," in text

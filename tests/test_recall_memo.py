@@ -11,9 +11,10 @@ from local_depositor import local_memory, verify_and_deposit
 
 from galahad.flywheel.memory.recall import Recalled
 from galahad.flywheel.memory.solver import Route
-from galahad.flywheel.service import timing
+from galahad.flywheel.service import request, timing
 from galahad.flywheel.service.answering import Answering
 from galahad.flywheel.service.recall_memo import RecallMemo
+from galahad.verifier.verifier import Verifier
 
 TEXT, GOLD = "What is 2 + 3?", "5"
 
@@ -25,20 +26,20 @@ def memory(tmp_path, model_cache):
         yield dep, catalog, store
 
 
-def _bytes(out: dict) -> tuple:
-    return out["answer"], out["path"], out["verified"], out["decode_tokens"], out["choices"], out["prompt_tokens"]
+def _bytes(out) -> tuple:
+    return out.answer, out.path, out.verified, out.decode_tokens, out.choices, out.prompt_tokens
 
 
 def test_a_repeated_hit_is_answered_from_the_memo_with_a_fresh_decode_s_bytes(memory):
     dep, catalog, store = memory
     a = Answering(dep.engine, catalog, store)
-    stages = timing.begin()
+    stages = request.begin().stages
     first = a.solve(TEXT)  # the hash route grafted and decoded (the tiny random model need not copy the gold:
     assert (a.memo.hits, a.memo.misses, len(a.memo)) == (0, 1, 1)  # the walk may go on to the base model)
     assert {"check", "graft", "forward", "decode", "walk", "solve"} <= set(stages) and "memo" not in stages
     assert all(v >= 0 for v in stages.values()) and stages["solve"] >= stages["forward"]
 
-    stages = timing.begin()
+    stages = request.begin().stages
     again = a.solve(TEXT)
     assert (a.memo.hits, a.memo.misses, len(a.memo)) == (1, 1, 1) and "memo" in stages
     assert "walk" in stages  # the lookup and the verification still ran
@@ -69,3 +70,22 @@ def test_the_memo_keys_a_recall_by_what_its_output_is_a_function_of():
 def test_server_timing_round_trips():
     assert timing.parse(timing.header({"graft": 0.0021, "decode": 0.1})) == {"graft": 2.1, "decode": 100.0}
     assert timing.parse(None) == {} and timing.parse("x, y;desc=z") == {}
+
+
+def test_a_recall_the_verifier_accepts_is_never_labelled_false(tmp_path, model_cache):
+    """Issue 50's case: "What is 6 + 6?" (gold 12) recalled by hash as `+ 12` was `verified: false`, "wrong:
+    computed value is 12", by a second, stricter judge beside the verifier. The recall's decode is put in the
+    replica's memo (the bytes a decode of `+ 12` gives), so the walk answers with exactly that."""
+    text = "What is 6 + 6?"
+    assert Verifier().check_answer("12", "+ 12").verified
+    with local_memory(tmp_path, model_cache) as (dep, catalog, store, _):
+        verify_and_deposit(dep, catalog.problems.add(text, "12", "test", "arith", "add"), "12")
+        a = Answering(dep.engine, catalog, store)
+        route = next(a.solver.routes(text))
+        assert route.path == "hash" and route.gold == "12"
+        ids = dep.engine.encode(" + 12\n", bos=False)
+        a.memo.put(route, Recalled([route.tail], 10, [1, 2], ids, " + 12\n", 0.0))
+        out = a.solve(text)
+        assert (out.path, out.answer, out.verified, out.reason) == ("hash", "+ 12", True, None), out
+        assert (out.computed, out.reading) == ("12", "6 + 6") and out.gold_source is not None
+        assert out.queued is False  # memory's own verified answer: nothing to learn

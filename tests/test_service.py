@@ -265,7 +265,7 @@ def test_metrics_in_prometheus_text_format(served):
     chat = {"model": "tiny", "max_tokens": 3, "messages": [{"role": "user", "content": SEEDED[0]}]}
     assert served.json("POST", "/v1/chat/completions", chat)[0] == 200
     assert _metric(served, "galahad_ram_tier_hits_total") > hits
-    assert 0 < _metric(served, "galahad_ram_tier_bytes") <= RAM_TIER and _metric(served, "galahad_ram_tier_entries") >= 1
+    assert 0 < _metric(served, 'galahad_store_bytes{tier="ram"}') <= RAM_TIER and _metric(served, "galahad_ram_tier_entries") >= 1
 
 
 def test_python_client(served):

@@ -19,8 +19,8 @@ from galahad.flywheel.artifacts.store import LocalStore
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.catalog.db import now
 from galahad.flywheel.config import ServiceConfig
-from galahad.flywheel.service.dashboard import StoreFigures, collect
-from galahad.flywheel.service.metrics import Metrics
+from galahad.flywheel.service.dashboard import collect
+from galahad.flywheel.service.metrics import Metrics, StoreFigures
 from galahad.flywheel.service.proxy_errors import PAGE_HEADER, JsonErrors
 from galahad.flywheel.service.ui import COOKIE, install
 from galahad.flywheel.service.ui_page import HEADERS, STYLE, STYLE_HASH, page, sign_in_page
@@ -49,8 +49,9 @@ def test_activity_counts_verified_problems_and_attempts_over_time(catalog_url):
         assert cat.activity.verified_by([before, after]) == [0, 2] == [0, cat.stats()["verified"]]
         assert cat.activity.attempts_between([before, after]) == [4] == [cat.stats()["attempts"]]
         assert cat.activity.attempts_between([after, after + timedelta(seconds=5)]) == [0]
-        latest = cat.activity.latest_verified(2)
-        assert [r["text"] for r in latest] == ["What is 2 + 1?", "What is 2 + 1?"]
+        latest = cat.activity.latest_verified(2)  # one row per verified problem, not per positive verdict
+        assert [r["text"] for r in latest] == ["What is 2 + 1?", "What is 1 + 1?"]
+        assert len(cat.activity.latest_verified(5)) == 2
         assert set(latest[0]) == {"problem_id", "text", "answer", "scope", "verified_at", "verifier_version"}
         assert latest[0]["answer"] == "3" and latest[0]["scope"] == "shared"
 
@@ -92,8 +93,7 @@ def test_page_figures_equal_metrics_and_the_html_is_safe(tmp_path):
         _verified(cat, HOSTILE, "4")
         learner = {"state": "restarting", "up": False, "restarts": 2, "last_error": "OperationalError: <b>locked</b>",
                    "last_error_at": time.time(), "pid": None}
-        metrics = Metrics(cat.stats, lambda: learner, store.ram.stats)
-        metrics.registry.register(StoreFigures(store, cat))
+        metrics = Metrics(cat.stats, lambda: learner, store, cat)
         for path in ("hash", "hash", "base"):
             metrics.answer(path, 0.01)
         d = collect(metrics.registry, cat, learner, False, "tiny", ServiceConfig())
@@ -193,5 +193,5 @@ def test_store_bytes_per_tier_of_an_object_store(tmp_path, monkeypatch):
         assert figures.tiers() == {"ram": ram, "disk": 6000, "object": 0}  # no catalog rows: none resident
         store.evict_local(ids[1])
         assert figures.tiers()["disk"] == 1000
-        samples = {s.labels["tier"]: s.value for f in figures.collect() for s in f.samples}
+        samples = {s.labels["tier"]: s.value for f in figures.collect() if f.name == "galahad_store_bytes" for s in f.samples}
         assert samples == {"ram": float(store.ram.stats()["bytes"]), "disk": 1000.0, "object": 0.0}

@@ -22,9 +22,9 @@ from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.config import ServiceConfig
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.memory.solver import Solver
-from galahad.flywheel.problems.golds import same_gold
 from galahad.flywheel.problems.records import Problem
 from galahad.flywheel.service.answering import Answering, NotFound, TooLarge
+from galahad.verifier.verifier import Verifier
 
 LEARNED = {"What is 9 - 3?": "6", "What is 2 + 3?": "5", "What is 4 + 3?": "7", "What is 10 - 4?": "6",
            "What is 6 * 2?": "12", "Solve for x: x + 2 = 5": "3", "What is 3 + 4?": "7", "Multiply 3 by 4.": "12",
@@ -69,7 +69,7 @@ def test_near_misses_never_reach_a_learned_gold(memory):
     assert [(r.path, r.gold) for r in solver.routes("Add 4 and 3.")][:1] == [("key", "7")]
     ans = solver.solve("What is 9 mod 3?")  # keyed as its own mathematics (value 0), never as "9 - 3"
     assert ans.path not in ("hash", "key") and ans.matched_problem is None
-    assert ans.computed == "0" and ans.verified is same_gold("0", ans.answer)  # checked against 0, not 6
+    assert ans.computed == "0" and ans.verified is Verifier().check_answer("0", ans.answer).verified  # checked against 0, not 6
 
 
 def test_recalls_carry_gold_provenance(memory):
@@ -114,9 +114,9 @@ def test_answering_refuses_wrong_golds_nul_surrogates_and_big_prompts(memory):
         a.problem(problem_hash("What is 1 + 1?") + "\n")
     out = a.solve("What is 5 + 2?", "7")
     # not memory's answer, but a computable text: the answer is checked against its value (7), never unknown
-    assert out["verified"] is same_gold("7", out["answer"]) and out["computed"] == "7"
-    assert out["matches_gold"] in (True, False) and out["queued"] is True
-    assert catalog.problems.get(out["problem_id"])["gold_source"] == "computed"
+    assert out.verified is Verifier().check_answer("7", out.answer).verified and out.computed == "7"
+    assert out.matches_gold in (True, False) and out.queued is True
+    assert catalog.problems.get(out.problem_id)["gold_source"] == "computed"
 
 
 def test_run_refuses_a_file_with_a_wrong_or_conflicting_gold(tmp_path, model_cache):

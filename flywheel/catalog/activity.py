@@ -8,7 +8,7 @@ survives restarts and every replica draws the same one:
   once, from its first positive verdict; at a time past every verdict it is `Catalog.stats()["verified"]`,
   the figure `/metrics` shows as `galahad_verified`);
 - `attempts_between`: attempts recorded in each interval between consecutive times;
-- `latest_verified`: the newest positive verdicts with their problem (text, answer, scope).
+- `latest_verified`: the newest verified problems, one row each, with their newest positive verdict.
 
 Each figure over many times is one query (a sum of CASEs per time), so a page costs a few statements
 whatever the catalog's size or the axis's length.
@@ -54,11 +54,22 @@ class Activity(Part):
             return [int(v or 0) for v in conn.execute(stmt).one()]
 
     def latest_verified(self, limit: int) -> list[dict[str, Any]]:
-        """The newest positive verdicts, newest first: problem_id, text, answer (the gold it was checked
-        against), scope, verified_at (naive UTC), verifier_version."""
+        """The newest verified problems, one row each (a claim's several accepted attempts are one), newest
+        first: problem_id, text, answer (the gold it was checked against), scope, verified_at (its newest
+        positive verdict, naive UTC), verifier_version. Newest verdicts are read a page at a time until
+        `limit` problems are found."""
         stmt = (select(P.c.id.label("problem_id"), P.c.text, P.c.answer, P.c.scope,
                        V.c.created_at.label("verified_at"), V.c.verifier_version)
                 .join(A, V.c.attempt_id == A.c.id).join(P, P.c.id == A.c.problem_id)
-                .where(V.c.verified.is_(True)).order_by(V.c.created_at.desc(), V.c.id).limit(int(limit)))
+                .where(V.c.verified.is_(True)).order_by(V.c.created_at.desc(), V.c.id))
+        out: dict[str, dict[str, Any]] = {}
+        page, offset = 4 * int(limit), 0
         with self.engine.connect() as conn:
-            return rows(conn.execute(stmt))
+            while len(out) < limit:
+                got = rows(conn.execute(stmt.limit(page).offset(offset)))
+                for r in got:
+                    out.setdefault(r["problem_id"], r)
+                if len(got) < page:
+                    break
+                offset += page
+        return list(out.values())[:int(limit)]

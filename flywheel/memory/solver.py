@@ -21,32 +21,36 @@ model there. No evidence: closed, and the base model answers. `solve(gated=False
 every route (what `eval transfer`'s `transfer` condition measures to record that evidence).
 
 Every answer is checked where it can be (`check_computed`, the walk's last step): when the text has a
-canonical key with a computable value, the answer is `verified` True or False against that value (exact,
-as golds are checked: `problems/golds.py`), never None; a wrong one carries `reason` "wrong: computed
-value is X", and `computed` holds the value. A recall keeps its `gold_source`; another path verified by
-the computed value has `gold_source` `computed`.
-`routes` is the one order and `solve` the one walk of it: `eval transfer`'s `system` condition calls
-`solve` (its `decode` records each route answered), and every answer goes through `recall.answer_decode`.
+canonical key with a computable value, the answer is `verified` True or False against that value by the
+one judge of equality, the verifier (`Verifier.check_answer`: `+ 12`, `12.0` and `12` alike), never None;
+a wrong one carries `reason` "wrong: computed value is X, read as E", `computed` holds the value and
+`reading` the expression the key reader read (`canonical.reading`). A recall keeps its `gold_source`;
+another path verified by the computed value has `gold_source` `computed`.
+`routes` is the one order and `solve` the one walk of it; how each route is decoded is a plain strategy
+(`decode`: `Decodes` caps and memoizes and records the steps, for the service; `eval transfer`'s `system`
+condition records each as a spec), and every answer goes through `recall.answer_decode`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.config import BUDGETS
+from galahad.flywheel.memory.library_names import candidate_libraries
 from galahad.flywheel.memory.policy import RecallPolicy, RetrievalPolicy, first_library_chain
 from galahad.flywheel.memory.recall import Recalled, answer_decode
 from galahad.flywheel.problems import canonical
-from galahad.flywheel.problems.golds import COMPUTED, same_gold, show
+from galahad.flywheel.problems.golds import COMPUTED, show
 from galahad.flywheel.problems.shapes import shape, shape_hash
 from galahad.verifier.verifier import Verifier
 
-__all__ = ["PATHS", "Answer", "RecallPolicy", "RetrievalPolicy", "Route", "Solver", "shape"]
-PATHS = ("hash", "key", "similar", "transfer", "base")
+__all__ = ["PATHS", "Answer", "Decodes", "RecallPolicy", "RetrievalPolicy", "Route", "Solver", "shape"]
+PATHS = ("hash", "key", "similar", "transfer", "base")  # memory's routes, in the walk's order
+RECALLS = PATHS[:2]  # a verified problem's own answer recalled
 
 
 @dataclass
@@ -66,6 +70,7 @@ class Answer:
     # the one line that says so, and what to run.
     memory_note: str | None = None
     computed: str | None = None  # the text's computed value (`check_computed`), where it has one
+    reading: str | None = None  # the expression the key reader read it as ("20 × 12"), with `computed`
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -88,7 +93,7 @@ class Route:
     @property
     def shared_prefix(self) -> bool:
         """The base model's route (no memory, the few-shot prompt): answered under the two-span schedule of
-        `prefix.py`, the few-shot prefix prefilled once per process, as the evals' base condition is."""
+        `workers/schedule.py`, the few-shot prefix prefilled once per process, as the evals' base condition is."""
         return self.tail is None and self.prompt == "few-shot"
 
 
@@ -96,6 +101,40 @@ def provenance(hit: dict) -> str | None:
     """Who vouches for a recalled problem's gold: its `gold_source`, or (rows older than gold checks)
     `unchecked:<source>`."""
     return hit.get("gold_source") or (f"unchecked:{hit['source']}" if hit.get("source") else None)
+
+
+@dataclass
+class Step:
+    """One route a walk decoded: the route as decoded (capped), its decode, the seconds it took and whether
+    the memo gave it (no forward pass)."""
+
+    route: Route
+    decoded: Recalled
+    seconds: float
+    memo: bool
+
+
+class Decodes:
+    """A walk's decode strategy (`Solver.solve(decode=Decodes(...))`), knowing nothing of its caller: each
+    route's decode at most `cap` tokens, read from `memo` where it holds it (`get(route)`, `put(route, r)`:
+    the service's recall memo), every one recorded in `steps` for the caller to read after the walk."""
+
+    def __init__(self, solver: Solver, cap: int | None = None, memo=None):
+        self.solver, self.cap, self.memo = solver, cap, memo
+        self.steps: list[Step] = []
+
+    def __call__(self, route: Route) -> Recalled:
+        if self.cap is not None and self.cap < route.max_tokens:
+            route = replace(route, max_tokens=self.cap)
+        t0 = time.perf_counter()
+        r = self.memo.get(route) if self.memo is not None else None
+        hit = r is not None
+        if r is None:
+            r = self.solver.decode(route)
+            if self.memo is not None:
+                self.memo.put(route, r)
+        self.steps.append(Step(route, r, time.perf_counter() - t0, hit))
+        return r
 
 
 class Solver:
@@ -209,10 +248,10 @@ class Solver:
                             hit["id"], provenance(hit))
         if template is None and topic is None and found["shape"]:
             template, topic = found["shape"]["template"], found["shape"]["topic"]
-        libraries = policy.libraries(template, topic)  # the text's: its template's, then its topic's
+        libraries = candidate_libraries(policy, template, topic)  # the text's: its template's, then its topic's
         hit = self._most_similar(text, found["numbers"]) if not seen else None
         # a similar answer is gated (and measured) by the library of the example it grafts
-        example = next(iter(policy.libraries(hit["template"], hit["topic"])), None) if hit else None
+        example = next(iter(candidate_libraries(policy, hit["template"], hit["topic"])), None) if hit else None
         asked = list(dict.fromkeys(libraries + ([example] if example else [])))
         opened = self.gates(asked) if gated else {(lib, r) for lib in asked for r in ("similar", "transfer")}
         if hit and (example, "similar") in opened:  # a worked example: the asked question after it, the model's
@@ -256,7 +295,7 @@ class Solver:
                 break
         self.check_computed(text, ans)
         ans.seconds = time.perf_counter() - t0
-        if ans.path not in ("hash", "key"):
+        if ans.path not in RECALLS:
             ans.memory_note = self.foreign_note(text)
         return ans
 
@@ -269,18 +308,23 @@ class Solver:
 
     def check_computed(self, text: str, ans: Answer) -> Answer:
         """The last step of every walk: where `text` has a computed value, `ans` is verified True or False
-        against it (`golds.same_gold`: exact numbers as numbers), never left None; a wrong answer's `reason`
-        names the value. A recall that agrees keeps its `gold_source`; another answer that agrees is vouched
-        for by the computation (`computed`)."""
+        against it by the verifier (`Verifier.check_answer`, the one judge of equality), never left None;
+        a wrong answer's `reason` names the value and its reading. A recall that agrees keeps its
+        `gold_source`; another answer that agrees is vouched for by the computation (`computed`)."""
         value = self.computed_value(text)
         if value is None:
             return ans
-        ans.computed = value
-        if not same_gold(value, ans.answer):
-            ans.verified, ans.reason, ans.gold_source = False, f"wrong: computed value is {value}", None
+        ans.computed, ans.reading = value, canonical.reading(self._canonical_key(text))
+        if not self.verifier.check_answer(value, ans.answer).verified:
+            ans.verified, ans.reason, ans.gold_source = False, self.wrong(ans), None
         elif ans.verified is not True:
             ans.verified, ans.reason, ans.gold_source = True, None, COMPUTED
         return ans
+
+    @staticmethod
+    def wrong(ans: Answer) -> str:
+        """Why an answer checked against the computed value is wrong."""
+        return f"wrong: computed value is {ans.computed}" + (f", read as {ans.reading}" if ans.reading else "")
 
     def foreign_note(self, text: str) -> str | None:
         """The one line for a problem memory knows only through artifacts made elsewhere, or None."""
@@ -307,6 +351,6 @@ class Solver:
                 return None
             template, topic = match.get("template"), match.get("topic")
         policy = policy or RetrievalPolicy()
-        chain = self.transfer_chain(policy.libraries(template, topic), policy)
+        chain = self.transfer_chain(candidate_libraries(policy, template, topic), policy)
         return self.answer_route(Route("transfer", chain[1], text, "query", self.max_tokens,
                                        library=chain[0])) if chain else None

@@ -28,7 +28,7 @@ import logging
 import re
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from galahad.flywheel.app.intake import GoldConflict, admit
@@ -37,11 +37,12 @@ from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.config import ServiceConfig
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.memory.recall import Recalled, answer_decode, render
-from galahad.flywheel.memory.solver import Route, Solver
-from galahad.flywheel.problems.golds import check_gold, same_gold
+from galahad.flywheel.memory.solver import RECALLS, Answer, Decodes, Route, Solver, Step
+from galahad.flywheel.problems.golds import check_gold
 from galahad.flywheel.problems.prompts import ANSWER_STOP, answer_from_output
 from galahad.flywheel.problems.records import Problem, problem_from_dict
 from galahad.flywheel.service import timing
+from galahad.flywheel.service.api import Choice, SolveResult
 from galahad.flywheel.service.recall_memo import RecallMemo
 from galahad.verifier.verifier import Verifier
 
@@ -149,9 +150,30 @@ class Answering:
                            f"{self.context_window}")
         return n
 
-    def solve(self, problem: object, gold: object = None, decoding: Decoding | None = None) -> dict[str, Any]:
+    def solve(self, problem: object, gold: object = None, decoding: Decoding | None = None) -> SolveResult:
+        """validate -> walk and choices (under the engine lock) -> verdict -> queue -> render; each step adds
+        its stage to the request's Server-Timing (`timing.py`)."""
         t0 = time.perf_counter()
         how = decoding or Decoding()
+        problem, gold = self.validate(problem, gold, how.max_tokens)
+        t1 = time.perf_counter()
+        timing.add("check", t1 - t0)
+        with self.lock:
+            timing.add("wait", time.perf_counter() - t1)
+            ans, step = self.walk(problem, how)
+            t2 = time.perf_counter()
+            choices = self.choices(step, ans, how, gold)
+        t3 = time.perf_counter()
+        timing.add("choices", t3 - t2)
+        known = self.verdict(problem, gold, ans)
+        queued = self.learn(problem, gold, ans, known)
+        timing.add("queue", time.perf_counter() - t3)
+        timing.add("solve", time.perf_counter() - t0)
+        return self.render(problem, ans, step, choices, queued, time.perf_counter() - t0)
+
+    def validate(self, problem: object, gold: object, cap: int | None) -> tuple[str, str | None]:
+        """The texts (`_text`), a gold against the problem's computed value (refused, naming the value and
+        its reading: `golds.check_gold`), and the prompt against the context window (`check_fits`)."""
         limit = self.config.max_problem_chars
         problem = _text(problem, "problem", limit)
         if gold is not None:
@@ -159,78 +181,72 @@ class Answering:
             checked = check_gold(problem, gold)
             if checked.error:  # a gold that disagrees with the problem's computed value: refused, not learned
                 raise GalahadError(checked.error)
-        self.check_fits(problem, how.max_tokens)
-        taken: list[tuple[Route, Recalled]] = []
-        spent: list[float] = []
-        t1 = time.perf_counter()
-        timing.add("check", t1 - t0)
+        self.check_fits(problem, cap)
+        return problem, gold
 
-        def decode(route: Route) -> Recalled:  # the walk's decodes, at most the caller's cap; the last one answers
-            if how.max_tokens is not None and how.max_tokens < route.max_tokens:
-                route = replace(route, max_tokens=how.max_tokens)
-            ts = time.perf_counter()
-            r = self.memo.get(route)  # a recall this engine already decoded: its bytes, no forward pass
-            if r is None:
-                r = self.solver.decode(route)
-                self.memo.put(route, r)
+    def walk(self, problem: str, how: Decoding) -> tuple[Answer, Step]:
+        """Memory's walk (`Solver.solve`), each route decoded at most the caller's cap and a recall read
+        from the memo where it holds it (`Decodes`); the accepted answer and the step that answered."""
+        t0 = time.perf_counter()
+        decodes = Decodes(self.solver, how.max_tokens, self.memo)
+        ans = self.solver.solve(problem, decode=decodes)
+        for s in decodes.steps:
+            if s.memo:
+                timing.add("memo", s.seconds)
+            else:
+                r = s.decoded
                 timing.add("graft", r.graft_seconds)
                 timing.add("forward", r.prefill_seconds - r.graft_seconds)
                 timing.add("decode", r.seconds - r.prefill_seconds)
-            else:
-                timing.add("memo", time.perf_counter() - ts)
-            spent.append(time.perf_counter() - ts)
-            taken.append((route, r))
-            return r
+        timing.add("walk", time.perf_counter() - t0 - sum(s.seconds for s in decodes.steps))
+        return ans, decodes.steps[-1]
 
-        with self.lock:
-            t2 = time.perf_counter()
-            ans = self.solver.solve(problem, decode=decode)
-            t3 = time.perf_counter()
-            route, walked = taken[-1]
-            choices = self._choices(route, ans, walked, how, gold)
-        t4 = time.perf_counter()
-        timing.add("wait", t2 - t1)
-        timing.add("walk", t3 - t2 - sum(spent))
-        timing.add("choices", t4 - t3)
-        known = bool(ans.verified) and ans.path in ("hash", "key")  # memory's verified answer to this problem
-        if ans.memory_note:  # memory holds it, compiled elsewhere: one line in the replica's log, and in the reply
+    def verdict(self, problem: str, gold: str | None, ans: Answer) -> bool:
+        """Whether the answer is memory's verified answer to this problem; a caller's gold that the verifier
+        finds unequal to it is refused (409). A foreign memory's note goes to the replica's log."""
+        known = bool(ans.verified) and ans.path in RECALLS
+        if ans.memory_note:
             log.warning("problem %s: %s", problem_hash(problem)[:16], ans.memory_note)
-        if gold is not None and known and not same_gold(gold, ans.answer) and not self._matches(gold, ans.answer):
+        if gold is not None and known and not self._matches(gold, ans.answer):
             raise GoldConflict(f"gold {gold[:60]!r} conflicts with the verified answer {ans.answer[:60]!r} "
                                f"memory holds for this problem")
-        pid = problem_hash(problem)
-        queued = False
-        if gold is not None and not known:
-            queued = self.queue(problem, gold)
-        elif ans.computed is not None and not known:  # learned from use: its computed value is its gold
-            try:
-                queued = self.queue(problem, ans.computed)
-            except GoldConflict as exc:  # the catalog holds another gold for it: answered, not queued
-                log.warning("problem %s not queued: %s", pid[:16], exc)
-        timing.add("queue", time.perf_counter() - t4)
-        timing.add("solve", time.perf_counter() - t0)
-        first = choices[0]
-        verified = _all([c["verified"] for c in choices])
-        reason = f"wrong: computed value is {ans.computed}" if verified is False and ans.computed else (
-            ans.reason if verified is False else None)
-        return {"answer": first["answer"], "path": ans.path, "verified": verified, "reason": reason,
-                "computed": ans.computed,
-                "matches_gold": _all([c["matches_gold"] for c in choices]),
-                "gold_source": ans.gold_source if verified else None,
-                "matched_problem": ans.matched_problem, "decode_tokens": sum(c["decode_tokens"] for c in choices),
-                "grafted_artifacts": list(ans.grafted_artifacts), "grafted_tokens": walked.start,
-                "prompt_tokens": walked.start + len(walked.prompt_token_ids),
-                "finish_reason": first["finish_reason"], "choices": choices,
-                "model_fingerprint": self.engine.model_fingerprint,
-                "runtime_fingerprint": self.engine.runtime_fingerprint, "seconds": time.perf_counter() - t0,
-                "problem_id": pid, "queued": queued, "memory_note": ans.memory_note}
+        return known
+
+    def learn(self, problem: str, gold: str | None, ans: Answer, known: bool) -> bool:
+        """Queue what memory did not verify: with the caller's gold, or (learned from use) its computed value."""
+        if known or (gold is None and ans.computed is None):
+            return False
+        if gold is not None:
+            return self.queue(problem, gold)
+        try:
+            return self.queue(problem, ans.computed)
+        except GoldConflict as exc:  # the catalog holds another gold for it: answered, not queued
+            log.warning("problem %s not queued: %s", problem_hash(problem)[:16], exc)
+            return False
+
+    def render(self, problem: str, ans: Answer, step: Step, choices: list[Choice], queued: bool,
+               seconds: float) -> SolveResult:
+        walked, first = step.decoded, choices[0]
+        verified = _all([c.verified for c in choices])
+        reason = (Solver.wrong(ans) if ans.computed else ans.reason) if verified is False else None
+        return SolveResult(
+            answer=first.answer, path=ans.path, verified=verified, reason=reason, computed=ans.computed,
+            reading=ans.reading, matches_gold=_all([c.matches_gold for c in choices]),
+            gold_source=ans.gold_source if verified else None, matched_problem=ans.matched_problem,
+            decode_tokens=sum(c.decode_tokens for c in choices), grafted_artifacts=list(ans.grafted_artifacts),
+            grafted_tokens=walked.start, prompt_tokens=walked.start + len(walked.prompt_token_ids),
+            model_fingerprint=self.engine.model_fingerprint, runtime_fingerprint=self.engine.runtime_fingerprint,
+            seconds=seconds, problem_id=problem_hash(problem), queued=queued, memory_note=ans.memory_note,
+            finish_reason=first.finish_reason, choices=choices)
 
     def _matches(self, gold: str, answer: str) -> bool:
         return bool(self.verifier.check_answer(gold, answer).verified)
 
-    def _choices(self, route: Route, ans, walked: Recalled, how: Decoding, gold: str | None) -> list[dict]:
+    def choices(self, step: Step, ans: Answer, how: Decoding, gold: str | None) -> list[Choice]:
         """The answers returned: the walk's own (n = 1), or n sampled from its route's context; each with
-        its finish, memory's verdict (True only whole and uncut), the gold check and, if asked, logprobs."""
+        its finish, memory's verdict (True only whole and uncut; the computed value's, by the verifier),
+        the gold check and, if asked, logprobs."""
+        route = step.route
         if how.sampled:
             drawn = []
             for i in range(how.n):
@@ -238,7 +254,7 @@ class Answering:
                                   route.max_tokens, temperature=how.temperature, seed=how.seed + i)
                 drawn.append((r, self.solver.answer_route(route, r)))
         else:
-            drawn = [(walked, ans)]
+            drawn = [(step.decoded, ans)]
         out = []
         for r, a in drawn:
             ran_out = len(r.output_token_ids) >= route.max_tokens and ANSWER_STOP not in r.output_text
@@ -247,16 +263,16 @@ class Answering:
                 if s in text:
                     text, finish = text[:text.index(s)], "stop"
             verdict = None  # not a recall of this same problem: memory has no word on it
-            if route.gold is not None and route.path in ("hash", "key"):  # memory's answer, if whole; a recall
+            if route.gold is not None and route.path in RECALLS:  # memory's answer, if whole; a recall
                 verdict = (True if text == a.answer and not ran_out else None) if a.verified else False  # not it
             if ans.computed is not None:  # the text's value is computable: the answer returned is checked
-                verdict = False if verdict is False else same_gold(ans.computed, text)
+                verdict = False if verdict is False else self._matches(ans.computed, text)
             if verdict and (ran_out or text != a.answer):  # cut short (out of tokens, or by a stop): never true
                 verdict = None
-            out.append({"answer": text, "finish_reason": finish, "verified": verdict,
-                        "matches_gold": None if gold is None else self._matches(gold, text),
-                        "decode_tokens": len(r.output_token_ids),
-                        "logprobs": None if how.logprobs is None else self._logprobs(route, r, how)})
+            out.append(Choice(answer=text, finish_reason=finish, verified=verdict,
+                              matches_gold=None if gold is None else self._matches(gold, text),
+                              decode_tokens=len(r.output_token_ids),
+                              logprobs=None if how.logprobs is None else self._logprobs(route, r, how)))
         return out
 
     def _logprobs(self, route: Route, r: Recalled, how: Decoding) -> list[dict]:

@@ -6,7 +6,7 @@ Problem lists (`POST /v1/problems`) are not modelled here: they are validated by
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class SolveRequest(BaseModel):
@@ -15,19 +15,37 @@ class SolveRequest(BaseModel):
     gold: str | None = None
 
 
-class SolveResponse(BaseModel):
+class Choice(BaseModel):
+    """One answer returned: the walk's own (n = 1), or each of n sampled from its route's context."""
+    model_config = ConfigDict(frozen=True)
+    answer: str
+    finish_reason: str  # "stop", or "length" when its decode ran out of tokens
+    verified: bool | None  # memory's verdict on this answer (True only whole and uncut)
+    matches_gold: bool | None
+    decode_tokens: int
+    logprobs: list[dict] | None = None  # each decoded token's {token, logprob, top} (asked: the OpenAI routes)
+
+
+class SolveResult(BaseModel):
+    """A solve's result, its fields listed once (`Answering.solve`): `/v1/solve` renders it (the `exclude`d
+    fields are the OpenAI routes' only), and the OpenAI routes' `galahad` extension renders it too
+    (`openai_protocol.extension`)."""
+    model_config = ConfigDict(frozen=True)
     answer: str
     path: str  # hash | key | similar | transfer | base
     # True: the catalog's verified answer to this same problem (hash, key), or the answer equals the text's
     # computed value; False: it differs from the computed value (`reason`); None: nothing could check it.
     verified: bool | None
-    reason: str | None = None  # why verified is False: "wrong: computed value is X"
+    reason: str | None = None  # why verified is False: "wrong: computed value is X, read as E"
     computed: str | None = None  # the text's computed value (its canonical key's exact value), where it has one
+    reading: str | None = None  # with `computed`: the expression the key reader read ("20 × 12")
     matches_gold: bool | None  # the answer checked against the caller's gold (None: no gold given)
     gold_source: str | None  # who vouches for a verified answer's gold: `computed`, or who gave it
     matched_problem: str | None  # the problem recalled (hash, key) or grafted as an example (similar)
-    decode_tokens: int
+    decode_tokens: int  # of every choice
     grafted_artifacts: list[str]
+    grafted_tokens: int  # the context grafted from memory (0 on the base path)
+    prompt_tokens: int  # the whole context read: grafted + the prompt prefilled
     model_fingerprint: str
     runtime_fingerprint: str
     seconds: float
@@ -36,6 +54,8 @@ class SolveResponse(BaseModel):
     # Memory knows the problem only through artifacts made under another runtime or model: the one line that
     # says so and what to run (`galahad catalog recompile`); None otherwise.
     memory_note: str | None = None
+    finish_reason: str = Field(exclude=True)  # the first choice's
+    choices: list[Choice] = Field(exclude=True)
 
 
 class Submitted(BaseModel):

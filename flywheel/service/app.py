@@ -40,25 +40,24 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from galahad.flywheel.app.intake import GoldConflict
 from galahad.flywheel.config import DEFAULTS, ServiceConfig
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.service import request as per_request
 from galahad.flywheel.service import timing
 from galahad.flywheel.service.answering import Answering, Decoding, NotFound, TooLarge
-from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResponse, SubmitResponse
+from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResult, SubmitResponse
 from galahad.flywheel.service.binding import LOOPBACK, bind_replica_grpc_to
-from galahad.flywheel.service.dashboard import StoreFigures
 from galahad.flywheel.service.docs_page import router as docs_router
-from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics, begin_request
+from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics
 from galahad.flywheel.service.openai_protocol import Invalid, code_of, error_body, is_openai_path
 from galahad.flywheel.service.openai_routes import OpenAIRoutes, router
+from galahad.flywheel.service.request import current_caller
 from galahad.flywheel.service.security import (
     ADMIN,
     OPEN_PATHS,
     Caller,
     authorized,
     caller_identity,
-    current_caller,
     identify,
     is_loopback,
-    set_caller,
 )
 from galahad.flywheel.service.tenancy import OverQuota, RateLimiter, TenantAnswering, stats_of
 from galahad.flywheel.service.ui import UiRoutes, install, ui_router
@@ -142,44 +141,57 @@ async def http_error(request: Request, exc: StarletteHTTPException) -> JSONRespo
 
 @app.middleware("http")
 async def guard(request: Request, call_next):
-    t0, replica = time.perf_counter(), _REPLICA
-    answered = begin_request()  # `Metrics.answer` sets its answer path: the latency's `path` label
-    stages = timing.begin()  # where the time went (`timing.py`): the reply's Server-Timing header
+    """Each request, in order: its context (`request.py`), enough threads, its caller, the refusals (401,
+    429, 413), the route, then its metrics and `Server-Timing`."""
+    t0, replica, ctx = time.perf_counter(), _REPLICA, per_request.begin()
     if replica is None:
         return error(503, "the replica is starting", request=request)
-    threads = anyio.to_thread.current_default_thread_limiter()  # this event loop's; default 40
-    if threads.total_tokens < replica.config.max_ongoing_requests + THREAD_HEADROOM:
-        threads.total_tokens = replica.config.max_ongoing_requests + THREAD_HEADROOM  # a thread for every request
-    who = getattr(replica, "identify", None)  # a replica that keeps no tenants: the token rule alone
-    caller = await who(request) if who is not None else (
-        ADMIN if authorized(request.url.path, request.headers.get("authorization"), replica.token) else None)
+    _enough_threads(replica.config.max_ongoing_requests + THREAD_HEADROOM)
+    ctx.caller = await _identify(replica, request)
     timing.add("identify", time.perf_counter() - t0)
-    refused = None
-    if caller is not None and not caller.admin:
+    response = _refusal(replica, request, ctx.caller) or await _route(request, call_next)
+    ctx.route = getattr(request.scope.get("route"), "path", ctx.route)
+    tenant = None if ctx.caller is None or ctx.caller.admin else ctx.caller.tenant
+    replica.metrics.request(ctx.route, response.status_code, time.perf_counter() - t0, tenant, ctx.path)
+    ctx.stages["replica"] = time.perf_counter() - t0
+    response.headers["Server-Timing"] = timing.header(ctx.stages)
+    return response
+
+
+def _enough_threads(n: int) -> None:
+    """A threadpool thread for every request Serve may send (this event loop's limiter; default 40)."""
+    threads = anyio.to_thread.current_default_thread_limiter()
+    threads.total_tokens = max(threads.total_tokens, n)
+
+
+async def _identify(replica: "GalahadApi", request: Request) -> Caller | None:
+    who = getattr(replica, "identify", None)  # a replica that keeps no tenants: the token rule alone
+    if who is not None:
+        return await who(request)
+    return ADMIN if authorized(request.url.path, request.headers.get("authorization"), replica.token) else None
+
+
+def _refusal(replica: "GalahadApi", request: Request, caller: Caller | None) -> JSONResponse | None:
+    """401 without a valid token, 429 past a tenant's requests per minute, 413 over the body limit; else None."""
+    if caller is None:
+        whose = "<a tenant's token or GALAHAD_API_TOKEN>" if getattr(replica, "tenants_exist", False) else \
+            "<GALAHAD_API_TOKEN>"
+        return error(401, f"missing or wrong bearer token (Authorization: Bearer {whose})", request=request)
+    if not caller.admin:
         try:
             replica.limiter.admit(caller.tenant, caller.quotas.get("rpm"))
         except OverQuota as exc:
-            refused = error(429, str(exc), {"Retry-After": str(exc.retry_after)}, request, "rate_limit_exceeded")
-    if caller is None:
-        response = error(401, "missing or wrong bearer token (Authorization: Bearer <GALAHAD_API_TOKEN>)"
-                         if not getattr(replica, "tenants_exist", False) else "missing or wrong bearer token (Authorization: Bearer "
-                         "<a tenant's token or GALAHAD_API_TOKEN>)", request=request)
-    elif refused is not None:
-        response = refused
-    elif int(request.headers.get("content-length") or 0) > replica.config.max_body_bytes:
-        response = error(413, f"request body over {replica.config.max_body_bytes} bytes", request=request)
-    else:
-        set_caller(caller)  # the routes answer within this caller's view (`GalahadApi.view`)
-        try:
-            response = await call_next(request)
-        except Exception as exc:  # never a traceback over HTTP
-            response = error(500, f"internal error: {type(exc).__name__}", request=request)
-    route = request.scope.get("route")
-    replica.metrics.request(getattr(route, "path", "unrouted"), response.status_code, time.perf_counter() - t0,
-                            None if caller is None or caller.admin else caller.tenant, answered["path"])
-    stages["replica"] = time.perf_counter() - t0
-    response.headers["Server-Timing"] = timing.header(stages)
-    return response
+            return error(429, str(exc), {"Retry-After": str(exc.retry_after)}, request, "rate_limit_exceeded")
+    if int(request.headers.get("content-length") or 0) > replica.config.max_body_bytes:
+        return error(413, f"request body over {replica.config.max_body_bytes} bytes", request=request)
+    return None
+
+
+async def _route(request: Request, call_next) -> Response:
+    try:
+        return await call_next(request)
+    except Exception as exc:  # never a traceback over HTTP
+        return error(500, f"internal error: {type(exc).__name__}", request=request)
 
 
 async def json_body(request: Request, limit: int) -> Any:
@@ -227,8 +239,7 @@ class GalahadApi(OpenAIRoutes, UiRoutes):
         catalog = Catalog(catalog_url)
         self.answering = Answering(engine_for(model, Paths.resolve(data), kernel_mode), catalog, open_store(store, ram_tier_bytes), config,
                                    caller=caller_identity(token))
-        self.metrics = Metrics(catalog.stats, self.learner_state, self.answering.store.ram.stats)
-        self.metrics.registry.register(StoreFigures(self.answering.store, catalog))  # galahad_store_bytes{tier}
+        self.metrics = Metrics(catalog.stats, self.learner_state, self.answering.store, catalog)
         self.tenants_exist = False  # once True, stays: tenants are revoked, never deleted (`catalog.tenants`)
         self.limiter, self.solvers = RateLimiter(), {}  # per tenant: requests per minute; scoped solvers
         register_replica(self)
@@ -265,8 +276,8 @@ class GalahadApi(OpenAIRoutes, UiRoutes):
             return {"state": "unreachable", "up": False,
                     "last_error": f"the learner's supervisor did not answer: {type(exc).__name__}"}
 
-    @app.post("/v1/solve", response_model=SolveResponse)
-    async def solve(self, request: Request) -> dict:
+    @app.post("/v1/solve", response_model=SolveResult)
+    async def solve(self, request: Request) -> SolveResult:
         body = await self.read_json(request)
         try:
             req = SolveRequest.model_validate(body)
@@ -278,7 +289,8 @@ class GalahadApi(OpenAIRoutes, UiRoutes):
     async def read_json(self, request: Request) -> Any:
         return await json_body(request, self.config.max_body_bytes)
 
-    async def answer(self, problem: object, gold: object, endpoint: str, decoding: Decoding | None = None) -> dict:
+    async def answer(self, problem: object, gold: object, endpoint: str,
+                     decoding: Decoding | None = None) -> SolveResult:
         """The one answering path of every route (`/v1/solve`, the OpenAI routes): admission (Busy past
         `max_queued_solves`), `Answering.solve` in the threadpool (`decoding`: the OpenAI routes' cap,
         choices, logprobs and stop), the answer metrics by endpoint and path."""
@@ -291,7 +303,7 @@ class GalahadApi(OpenAIRoutes, UiRoutes):
         finally:
             self.solves -= 1
             self.metrics.solving.dec()
-        self.metrics.answer(out["path"], out["seconds"], endpoint)
+        self.metrics.answer(out.path, out.seconds, endpoint)
         return out
 
     @app.post("/v1/problems", response_model=SubmitResponse)

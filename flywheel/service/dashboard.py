@@ -1,16 +1,12 @@
-"""The service page's figures (`/ui` and its JSON, `/ui/data`), and the store's bytes per tier in `/metrics`.
+"""The service page's figures (`/ui` and its JSON, `/ui/data`).
 
 `collect` reads every number the page shows that `/metrics` also has from the replica's own metrics
-registry, the very collectors `/metrics` renders (`metrics.py`, and `StoreFigures` registered beside
-them), so a figure on the page is the figure `/metrics` shows at that moment, keyed by its Prometheus
-sample (`name` or `name{label="v",...}`, as the text format prints it). What `/metrics` has no sample for comes from the same sources it reads:
-history from the catalog (`catalog.activity`: verified problems over time, attempts per second, the
-latest verdicts), the learner's supervisor (`learner_state`: state, last error) and, with tenants, each
-tenant's usage (`catalog.tenants.ls`).
-
-`galahad_store_bytes{tier}`: `ram` this replica's RAM tier; `disk` the local store folder's artifacts (for
-a directory store the catalog's resident bytes, what is not evicted; for an object store the local cache's
-files, read from the folder); `object` (an object store only) the bucket's, the catalog's resident bytes.
+registry, the very collectors `/metrics` renders (`metrics.py`), so a figure on the page is the figure
+`/metrics` shows at that moment, keyed by its Prometheus sample (`name` or `name{label="v",...}`, as the
+text format prints it). What `/metrics` has no sample for comes from the same sources it reads: history
+from the catalog (`catalog.activity`: verified problems over time, attempts per second, the latest verified
+problems, one row each), the learner's supervisor (`learner_state`: state, last error) and, with tenants,
+each tenant's usage (`catalog.tenants.ls`).
 """
 
 from __future__ import annotations
@@ -18,50 +14,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from prometheus_client.core import GaugeMetricFamily
-
 from galahad.flywheel.catalog.db import now
-from galahad.flywheel.service.metrics import ANSWER_PATHS
+from galahad.flywheel.memory.solver import PATHS
 
 PAGE_GAUGES = ("galahad_verified", "galahad_queue_depth", "galahad_attempts", "galahad_deposited",
                "galahad_problems_failed_total", "galahad_artifacts_evicted", "galahad_artifact_rebuilds_total",
                "galahad_solves_in_flight", "galahad_learner_up", "galahad_learner_restarts_total",
                "galahad_ram_tier_capacity_bytes", "galahad_ram_tier_hits_total", "galahad_ram_tier_misses_total")
 HISTORY_POINTS = 48  # points on the verified-problems-over-time axis
-
-
-class StoreFigures:
-    """`galahad_store_bytes{tier}` for one replica's store (`store`: a `LocalStore` or an `S3Store`) and its
-    catalog (the resident bytes: `catalog.evictions.figures`)."""
-
-    def __init__(self, store, catalog):
-        self.store, self.catalog = store, catalog
-
-    def resident_bytes(self) -> int:
-        return int(self.catalog.evictions.figures()["resident_bytes"])
-
-    def tiers(self) -> dict[str, int]:
-        out = {"ram": int(self.store.ram.stats()["bytes"])}
-        if getattr(self.store, "local_ids", None) is not None:  # an object store: the bucket, its local cache
-            out["disk"] = sum(_size(self.store, i) for i in self.store.local_ids())
-            out["object"] = int(self.resident_bytes())
-        else:
-            out["disk"] = int(self.resident_bytes())
-        return out
-
-    def collect(self):
-        family = GaugeMetricFamily("galahad_store_bytes", "artifact bytes per store tier: ram (this replica's), "
-                                   "disk (the local folder or cache), object (the bucket)", labels=["tier"])
-        for tier, value in self.tiers().items():
-            family.add_metric([tier], value)
-        yield family
-
-
-def _size(store, blob_id: str) -> int:
-    try:
-        return int(store.local_size(blob_id))
-    except OSError:  # evicted meanwhile
-        return 0
 
 
 def sample_key(name: str, labels: dict[str, str]) -> str:
@@ -104,7 +64,7 @@ def collect(registry, catalog, learner: dict, tenants_exist: bool, model: str, c
     at = now()
     every = samples(registry)
     figures = {k: every[k] for k in PAGE_GAUGES if k in every}
-    recall = {p: every.get(sample_key("galahad_answers_total", {"path": p}), 0.0) for p in ANSWER_PATHS}
+    recall = {p: every.get(sample_key("galahad_answers_total", {"path": p}), 0.0) for p in PATHS}
     recall.update({k: v for k, v in _labelled(every, "galahad_answers_total", "path").items() if k not in recall})
     store = _labelled(every, "galahad_store_bytes", "tier")
     tenants = []

@@ -1,48 +1,43 @@
-"""Prometheus metrics: requests per endpoint, request latency per route and answer path
-(`galahad_request_seconds{route, path}`), streamed answers' time to first token
+"""Prometheus metrics, every collector of the service: requests per endpoint, request latency per route and
+answer path (`galahad_request_seconds{route, path}`), streamed answers' time to first token
 (`galahad_time_to_first_token_seconds{route, path}`), answers and latency per answer path (and answers per
 route and path: `galahad_route_answers_total{endpoint, path}`), solves in flight, the learner's figures
-(queue depth, attempts, verified, deposited, `galahad_problems_failed_total`, artifact and store bytes) read
-from the catalog at scrape time, and the learner's health (`galahad_learner_up`,
-`galahad_learner_restarts_total`) read from its supervisor at scrape time (absent when the service runs
-without a learner), and this replica's RAM tier (`galahad_ram_tier_bytes` held of
-`galahad_ram_tier_capacity_bytes`, hits and misses; `serve --ram-tier`).
+(queue depth, attempts, verified, deposited, `galahad_problems_failed_total`, artifact bytes) read from the
+catalog at scrape time, the learner's health (`galahad_learner_up`, `galahad_learner_restarts_total`) read
+from its supervisor at scrape time (absent when the service runs without a learner), and this replica's
+store (`StoreFigures`): `galahad_store_bytes{tier}` and its RAM tier's capacity, entries, hits and misses.
+One metric per figure.
+
+`galahad_store_bytes{tier}`: `ram` this replica's RAM tier; `disk` the local store folder's artifacts (for
+a directory store the catalog's resident bytes, what is not evicted; for an object store the local cache's
+files, read from the folder); `object` (an object store only) the bucket's, the catalog's resident bytes.
 
 Each replica keeps its own registry (a scrape through Serve's proxy reaches one replica): the request,
 answer and latency figures are that replica's, the catalog and learner figures are global (one catalog, one
 learner). With tenants, requests are also counted per tenant (`galahad_tenant_requests_total{tenant,
 endpoint, status}`); a tenant's own `/metrics` (`render_tenant`) shows only its counts and its view's
-catalog figures. `FAMILIES` names every family the admin's `/metrics` can show.
+catalog figures.
 """
 
 from __future__ import annotations
 
-import contextvars
 import time
 from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from galahad.flywheel.memory.solver import PATHS
+from galahad.flywheel.service import request
+from galahad.flywheel.service.request import NO_PATH
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-ANSWER_PATHS = ("hash", "key", "similar", "transfer", "base")  # memory's routes (`memory/solver.py`)
-NO_PATH = "none"  # the `path` label of a request that answered no problem (reads, /metrics, errors)
-OTHER_PATH = "other"  # a path outside ANSWER_PATHS: the label set stays bounded
-# The request's answer path, set by `Metrics.answer` inside the route and read by the middleware after it
-# (the route runs in a copy of the middleware's context: the holder dict is shared, not copied).
-_REQUEST: contextvars.ContextVar[dict | None] = contextvars.ContextVar("galahad_request", default=None)
-
-
-def begin_request() -> dict:
-    """A holder for this request's answer path (`{"path": NO_PATH}` until an answer sets it)."""
-    holder = {"path": NO_PATH}
-    _REQUEST.set(holder)
-    return holder
+OTHER_PATH = "other"  # a path outside memory's PATHS: the label set stays bounded
 
 
 def path_label(path: str) -> str:
-    return path if path in ANSWER_PATHS else OTHER_PATH
+    return path if path in PATHS else OTHER_PATH
 
 
 class _CatalogFigures:
@@ -64,30 +59,46 @@ class _CatalogFigures:
                                   value=by.get("failed", 0))
         yield GaugeMetricFamily("galahad_artifact_bytes", "bytes of every artifact the catalog records",
                                 value=s.get("bytes", 0))
-        yield GaugeMetricFamily("galahad_store_resident_bytes", "bytes of artifacts whose blob is in the store "
-                                "(not evicted)", value=s.get("resident_bytes", 0))
         yield GaugeMetricFamily("galahad_artifacts_evicted", "artifacts whose blob was evicted to fit the store budget",
                                 value=s.get("evicted", 0))
         yield CounterMetricFamily("galahad_artifact_rebuilds", "evicted artifacts rebuilt exactly on their graft",
                                   value=s.get("rebuilds", 0))
 
 
-class _RamTierFigures:
-    """`tier_stats()`: `RamTier.stats()` of this replica's store."""
+class StoreFigures:
+    """One replica's store (`store`: a `LocalStore` or an `S3Store`) per tier, and its RAM tier's counters;
+    the resident bytes are the catalog's (`catalog.evictions.figures`)."""
 
-    def __init__(self, tier_stats: Callable[[], dict]):
-        self.tier_stats = tier_stats
+    def __init__(self, store, catalog):
+        self.store, self.catalog = store, catalog
+
+    def tiers(self) -> dict[str, int]:
+        resident = int(self.catalog.evictions.figures()["resident_bytes"])
+        out = {"ram": int(self.store.ram.stats()["bytes"])}
+        if getattr(self.store, "local_ids", None) is not None:  # an object store: the bucket, its local cache
+            return out | {"disk": sum(_size(self.store, i) for i in self.store.local_ids()), "object": resident}
+        return out | {"disk": resident}
 
     def collect(self):
-        s = self.tier_stats()
-        yield GaugeMetricFamily("galahad_ram_tier_bytes", "bytes of hash-checked artifacts this replica keeps in "
-                                "memory", value=s["bytes"])
+        family = GaugeMetricFamily("galahad_store_bytes", "artifact bytes per store tier: ram (this replica's), "
+                                   "disk (the local folder or cache), object (the bucket)", labels=["tier"])
+        for tier, value in self.tiers().items():
+            family.add_metric([tier], value)
+        yield family
+        s = self.store.ram.stats()
         yield GaugeMetricFamily("galahad_ram_tier_capacity_bytes", "this replica's RAM tier budget",
                                 value=s["capacity"])
         yield GaugeMetricFamily("galahad_ram_tier_entries", "artifacts in this replica's RAM tier", value=s["entries"])
         yield CounterMetricFamily("galahad_ram_tier_hits", "reads served by the RAM tier (no read, no hash)",
                                   value=s["hits"])
         yield CounterMetricFamily("galahad_ram_tier_misses", "reads that went to the disk", value=s["misses"])
+
+
+def _size(store, blob_id: str) -> int:
+    try:
+        return int(store.local_size(blob_id))
+    except OSError:  # evicted meanwhile
+        return 0
 
 
 class _LearnerFigures:
@@ -109,11 +120,11 @@ class _LearnerFigures:
 
 class Metrics:
     def __init__(self, catalog_stats: Callable[[], dict], learner_state: Callable[[], dict] | None = None,
-                 tier_stats: Callable[[], dict] | None = None):
+                 store=None, catalog=None):
         self.registry = CollectorRegistry()
         self.requests = Counter("galahad_requests", "HTTP requests", ["endpoint", "status"], registry=self.registry)
         self.latency = Histogram("galahad_request_seconds", "HTTP request latency by route and answer path "
-                                 f"({', '.join(ANSWER_PATHS)}; {NO_PATH} for a request that answered nothing)",
+                                 f"({', '.join(PATHS)}; {NO_PATH} for a request that answered nothing)",
                                  ["route", "path"], buckets=BUCKETS, registry=self.registry)
         self.first_token = Histogram("galahad_time_to_first_token_seconds", "streamed answers: from the route's "
                                      "start to the first content chunk handed to the server", ["route", "path"],
@@ -132,8 +143,8 @@ class Metrics:
         self.registry.register(_CatalogFigures(catalog_stats))
         if learner_state is not None:
             self.registry.register(_LearnerFigures(learner_state))
-        if tier_stats is not None:
-            self.registry.register(_RamTierFigures(tier_stats))
+        if store is not None:  # its tiers (the resident bytes: `catalog`'s)
+            self.registry.register(StoreFigures(store, catalog))
 
     def request(self, endpoint: str, status: int, seconds: float, tenant: str | None = None,
                 path: str = NO_PATH) -> None:
@@ -145,9 +156,9 @@ class Metrics:
 
     def answer(self, path: str, seconds: float, endpoint: str = "/v1/solve") -> None:
         """One answer; also marks this request's answer path for its `galahad_request_seconds` sample."""
-        holder = _REQUEST.get()
-        if holder is not None:
-            holder["path"] = path_label(path)
+        ctx = request.current()
+        if ctx is not None:
+            ctx.path = path_label(path)
         self.answers.labels(path).inc()
         self.answer_latency.labels(path).observe(seconds)
         self.route_answers.labels(endpoint, path).inc()

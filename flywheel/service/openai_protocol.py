@@ -30,6 +30,7 @@ from typing import Any
 
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.service.answering import Decoding, NotFound
+from galahad.flywheel.service.api import SolveResult
 
 PREFIXES = ("/v1/chat/", "/v1/completions", "/v1/models")
 ROLES = ("system", "developer", "user", "assistant")
@@ -269,16 +270,13 @@ def new_id(kind: str) -> str:
     return ("chatcmpl-" if kind == "chat" else "cmpl-") + secrets.token_hex(12)
 
 
-def extension(out: dict) -> dict:
-    """The `galahad` object: how the answer was reached, from `Answering.solve`'s result (with several
-    choices, each one's verdict too)."""
-    keep = ("path", "verified", "matches_gold", "gold_source", "matched_problem", "grafted_artifacts",
-            "grafted_tokens", "decode_tokens", "problem_id", "queued", "model_fingerprint", "runtime_fingerprint",
-            "seconds")
-    ext = {k: out[k] for k in keep} | {k: out[k] for k in ("memory_note",) if k in out}  # where the solver says
-    if len(out["choices"]) > 1:
-        ext["choices"] = [{"index": i, "verified": c["verified"], "matches_gold": c["matches_gold"],
-                           "decode_tokens": c["decode_tokens"]} for i, c in enumerate(out["choices"])]
+def extension(out: SolveResult) -> dict:
+    """The `galahad` object: how the answer was reached, what `/v1/solve` says beside the answer (with
+    several choices, each one's verdict too)."""
+    ext = out.model_dump(exclude={"answer"})
+    if len(out.choices) > 1:
+        ext["choices"] = [{"index": i, "verified": c.verified, "matches_gold": c.matches_gold,
+                           "decode_tokens": c.decode_tokens} for i, c in enumerate(out.choices)]
     return ext
 
 
@@ -286,18 +284,18 @@ def verified_word(verified: bool | None) -> str:
     return "true" if verified is True else "false" if verified is False else "unverified"
 
 
-def headers(out: dict) -> dict[str, str]:
+def headers(out: SolveResult) -> dict[str, str]:
     """The headers on every answer: memory's verdict and the path, where clients that read only headers see them
     (LangChain's `include_response_headers`)."""
-    return {VERIFIED_HEADER: verified_word(out["verified"]), PATH_HEADER: out["path"]}
+    return {VERIFIED_HEADER: verified_word(out.verified), PATH_HEADER: out.path}
 
 
-def usage(out: dict) -> dict:
+def usage(out: SolveResult) -> dict:
     """Tokens as the model read and wrote them: the whole context (memory grafted + the prompt prefilled),
     of which `cached_tokens` were grafted from memory (0 on the base path), and the tokens decoded."""
-    p, c = out["prompt_tokens"], out["decode_tokens"]
+    p, c = out.prompt_tokens, out.decode_tokens
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c,
-            "prompt_tokens_details": {"cached_tokens": out["grafted_tokens"]}}
+            "prompt_tokens_details": {"cached_tokens": out.grafted_tokens}}
 
 
 def _token(text: str, logprob: float) -> dict:
@@ -325,23 +323,23 @@ def text_logprobs(scores: list[dict] | None) -> dict | None:
             "top_logprobs": [{t["token"]: t["logprob"] for t in s["top"]} for s in scores], "text_offset": offsets}
 
 
-def completion_body(ask: Ask, out: dict, model_id: str, created: int, rid: str) -> dict:
+def completion_body(ask: Ask, out: SolveResult, model_id: str, created: int, rid: str) -> dict:
     """The whole `chat.completion` (or `text_completion`) for one answer (and its choices)."""
     choices = []
-    for i, c in enumerate(out["choices"]):
+    for i, c in enumerate(out.choices):
         if ask.kind == "chat":
-            choices.append({"index": i, "message": {"role": "assistant", "content": c["answer"], "refusal": None},
-                            "logprobs": chat_logprobs(c["logprobs"]), "finish_reason": c["finish_reason"]})
+            choices.append({"index": i, "message": {"role": "assistant", "content": c.answer, "refusal": None},
+                            "logprobs": chat_logprobs(c.logprobs), "finish_reason": c.finish_reason})
         else:
-            choices.append({"index": i, "text": c["answer"], "logprobs": text_logprobs(c["logprobs"]),
-                            "finish_reason": c["finish_reason"]})
+            choices.append({"index": i, "text": c.answer, "logprobs": text_logprobs(c.logprobs),
+                            "finish_reason": c.finish_reason})
     return {"id": rid, "object": "chat.completion" if ask.kind == "chat" else "text_completion",
             "created": created, "model": model_id, "system_fingerprint": fingerprint(out),
             "choices": choices, "usage": usage(out), EXTENSION: extension(out)}
 
 
-def fingerprint(out: dict) -> str:
-    return "fp_" + out["runtime_fingerprint"][:12]
+def fingerprint(out: SolveResult) -> str:
+    return "fp_" + out.runtime_fingerprint[:12]
 
 
 def pieces(text: str) -> list[str]:
@@ -349,7 +347,7 @@ def pieces(text: str) -> list[str]:
     return [p for p in re.split(r"(?<=\s)(?=\S)", text) if p] or [""]
 
 
-def stream_events(ask: Ask, out: dict, model_id: str, created: int, rid: str) -> list[bytes]:
+def stream_events(ask: Ask, out: SolveResult, model_id: str, created: int, rid: str) -> list[bytes]:
     """Server-sent events in OpenAI's chunk format for an answer already computed, ending `data: [DONE]`:
     per choice the role, the content in pieces (the first carrying the choice's logprobs, if asked), the
     finish with the `galahad` object; then usage if asked for."""
@@ -365,12 +363,12 @@ def stream_events(ask: Ask, out: dict, model_id: str, created: int, rid: str) ->
         return {**head, "choices": [{**choice, "logprobs": logprobs, "finish_reason": finish}], **extra}
 
     chunks = []
-    for i, c in enumerate(out["choices"]):
-        logprobs = (chat_logprobs if chat else text_logprobs)(c["logprobs"])
+    for i, c in enumerate(out.choices):
+        logprobs = (chat_logprobs if chat else text_logprobs)(c.logprobs)
         chunks += [chunk(i, {"role": "assistant", "content": ""})] if chat else []
-        for j, p in enumerate(pieces(c["answer"])):
+        for j, p in enumerate(pieces(c.answer)):
             chunks.append(chunk(i, {"content": p} if chat else p, logprobs=logprobs if j == 0 else None))
-        chunks.append(chunk(i, {} if chat else "", c["finish_reason"], **{EXTENSION: extension(out)}))
+        chunks.append(chunk(i, {} if chat else "", c.finish_reason, **{EXTENSION: extension(out)}))
     if ask.include_usage:
         chunks.append({**head, "choices": [], "usage": usage(out)})
     return [f"data: {json.dumps(c)}\n\n".encode() for c in chunks] + [b"data: [DONE]\n\n"]

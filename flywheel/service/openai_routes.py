@@ -54,7 +54,7 @@ class OpenAIRoutes:
         if ask.stream:
             events = protocol.stream_events(ask, out, self.model_id, created, rid)
             first = 1 if ask.kind == "chat" else 0  # chat's first chunk is the role, then the first token
-            events = self.metrics.timed_stream(events, first, t0, endpoint, out["path"])  # its TTFT
+            events = self.metrics.timed_stream(events, first, t0, endpoint, out.path)  # its TTFT
             return StreamingResponse(events, media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", **headers})
         return JSONResponse(protocol.completion_body(ask, out, self.model_id, created, rid), headers=headers)

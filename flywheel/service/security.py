@@ -11,7 +11,6 @@ memory scope and shared's). With no tenant, `identify` is exactly `authorized`: 
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import hmac
 import ipaddress
@@ -105,21 +104,3 @@ def identify(path: str, header: str | None, token: str | None, tenants_exist: bo
     if not ok or row is None or row.get("revoked_at") is not None:
         return None
     return Caller(name, {k: row.get(k) for k in ("rpm", "queue", "store_bytes")})
-
-
-# The caller of the request being handled (set by `app.guard` before the route runs; contextvars follow the
-# request into its route, on the event loop or in the threadpool). Read through `current_caller()`: Serve
-# pickles the deployment class by value, and a function is pickled by reference where a ContextVar is not.
-_CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("galahad_caller", default=None)
-
-
-def set_caller(caller: Caller) -> None:
-    _CALLER.set(caller)
-
-
-def current_caller() -> Caller:
-    """The request's caller; RuntimeError (a JSON 500) where none was identified: never a default view."""
-    caller = _CALLER.get()
-    if caller is None:
-        raise RuntimeError("no caller identified for this request")
-    return caller

@@ -34,6 +34,7 @@ from galahad.flywheel.memory.solver import Solver
 from galahad.flywheel.problems.records import problem_hash
 from galahad.flywheel.problems.scope_ids import SHARED, library_scope, scoped_id
 from galahad.flywheel.service.answering import Answering, NotFound, _id
+from galahad.flywheel.service.api import SolveResult
 from galahad.flywheel.service.security import Caller
 
 WINDOW_S = 60.0
@@ -112,12 +113,11 @@ class TenantAnswering(Answering):
 
     # -- answering -----------------------------------------------------------------------------------
 
-    def solve(self, problem: object, gold: object = None, decoding=None) -> dict[str, Any]:
+    def solve(self, problem: object, gold: object = None, decoding=None) -> SolveResult:
         if gold is not None:
             self.admission(1)  # a gold is a request to learn: refused before any forward when over quota
         out = super().solve(problem, gold, decoding)
-        out["problem_id"] = self._problem_id(problem)
-        return out
+        return out.model_copy(update={"problem_id": self._problem_id(problem)})
 
     def queue(self, problem: str, gold: str) -> bool:
         try:

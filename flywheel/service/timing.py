@@ -1,40 +1,30 @@
 """Where one request's time went inside the replica: per-stage seconds, sent back as a `Server-Timing` header.
 
-`begin()` (the `guard` middleware, once per request) gives the request a holder; `add(stage, seconds)`, called
-by `Answering.solve` as each stage ends, sums into it; `header()` renders it (milliseconds, the W3C
-Server-Timing syntax: `check;dur=0.4, lookup;dur=1.9, ...`). The route runs in a copy of the middleware's
-context, so the holder (a dict) is shared, not copied. Always on: a few `perf_counter` calls and dict adds a
-request, against an answer's tens of milliseconds at the least. Outside a request (`add` with no holder) it
-does nothing.
+`add(stage, seconds)` sums into the request context's `stages` (`request.py`: set once per request by
+`app.guard`); `header()` renders them (milliseconds, the W3C Server-Timing syntax: `check;dur=0.4,
+walk;dur=1.9, ...`). Always on: a few `perf_counter` calls and dict adds a request, against an answer's tens
+of milliseconds at the least. Outside a request (`add` with no context) it does nothing.
 
-The stages of a solve (`Answering.solve`): `check` (input checks and the prompt-length check), `wait` (the
-engine lock), `graft` (the chain's load, hash-checked, and restore; the base route: the kept prefix's copy),
-`forward` (encoding and the prompt's forward to the first token's logits), `decode`, `walk` (the rest of
-`Solver.solve`: the catalog lookup, the verifier, the computed-value check), `choices` (shaping the answers),
-`queue` (handing a problem to the learner), `solve` (the whole); the middleware adds `replica` (the request
-from the middleware's entry to its response: JSON parsing, the caller's identity, the threadpool hop and the
+The stages of a solve (`Answering.solve`), in order: `check` (input checks and the prompt-length check),
+`wait` (the engine lock), then per route decoded `memo` (a recall read from the replica's memo) or `graft`
+(the chain's load, hash-checked, and restore; the base route: the kept prefix's copy), `forward` (encoding
+and the prompt's forward to the first token's logits) and `decode`; `walk` (the rest of `Solver.solve`: the
+catalog lookup, the verifier, the computed-value check), `choices` (shaping the answers), `queue` (handing
+a problem to the learner), `solve` (the whole); the middleware adds `replica` (the request from the
+middleware's entry to its response: JSON parsing, the caller's identity, the threadpool hop and the
 reply's serialization included).
 """
 
 from __future__ import annotations
 
-import contextvars
-
-_STAGES: contextvars.ContextVar[dict | None] = contextvars.ContextVar("galahad_stages", default=None)
-
-
-def begin() -> dict[str, float]:
-    """A fresh holder for this request's stages."""
-    stages: dict[str, float] = {}
-    _STAGES.set(stages)
-    return stages
+from galahad.flywheel.service import request
 
 
 def add(stage: str, seconds: float) -> None:
     """Add `seconds` to `stage` of the request being handled (nothing outside a request)."""
-    stages = _STAGES.get()
-    if stages is not None:
-        stages[stage] = stages.get(stage, 0.0) + seconds
+    ctx = request.current()
+    if ctx is not None:
+        ctx.stages[stage] = ctx.stages.get(stage, 0.0) + seconds
 
 
 def header(stages: dict[str, float]) -> str:

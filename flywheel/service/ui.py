@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from galahad.flywheel.service.dashboard import collect
 from galahad.flywheel.service.proxy_errors import PAGE_HEADER
-from galahad.flywheel.service.security import current_caller
+from galahad.flywheel.service.request import current_caller
 from galahad.flywheel.service.ui_page import HEADERS, page, sign_in_page
 
 ui_router = APIRouter(tags=["page"])  # no `from __future__ import annotations` (see app.py)
