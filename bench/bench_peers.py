@@ -126,11 +126,12 @@ def sampler_section(gen, llm, problems: list[dict], cfg, per_call: int, threads:
     """Alternated call by call: Galahad's generator, then llama.cpp with the same prompts and seeds."""
     from galahad.flywheel.problems import prompts
     from galahad.flywheel.problems.golds import same_gold
+    from galahad.workers import schedule
     from galahad.workers.sampling import sample_seed
 
     engine = gen.engine
     par = peers_llama.Parallel(llm, cfg.batch_rows + 1, 1024, threads)
-    sampler = peers_llama.LlamaSampler(par, gen._examples()[0], set(engine.loaded.eos_ids), engine.tokenizer, threads)
+    sampler = peers_llama.LlamaSampler(par, schedule.kept_prefix(engine).ids, set(engine.loaded.eos_ids), engine.tokenizer, threads)
     calls = [problems[i : i + per_call] for i in range(0, len(problems), per_call)]
     stats = {s: {"seconds": 0.0, "attempts": 0, "tokens": 0, "correct": 0} for s in ("galahad", "llama")}
 

@@ -5,9 +5,10 @@ budgets and input limits, what `run` seeds, the workers, the learning loop, retr
 service, `catalog gc` and the evals. `DEFAULTS = GalahadConfig()` is what the CLI's flags
 (`cli/flags.py`), the service and the evals read; every other module imports its config class from here.
 
-Two configs stay with their own layer, because that layer never imports `flywheel`: the engine's
-(`workers/sampling.py` SamplingConfig, `workers/runtime.py` RuntimeConfig) and the verifier's
-(`verifier/verifier.py` VerifierConfig, `verifier/guard.py` Limits). `GalahadConfig` composes the engine's
+A leaf: pure data, importing nothing of Galahad's, so any layer may read it (the engine's
+`workers/sampling.py` takes `SamplingConfig` from here). Two configs stay with their own layer: the pinned
+runtime's (`workers/runtime.py` RuntimeConfig, with its fingerprint) and the verifier's
+(`verifier/verifier.py` VerifierConfig, `verifier/guard.py` Limits). `GalahadConfig` composes
 `SamplingConfig` as the loop's sampling, and takes the base model's token budget from it.
 """
 
@@ -17,17 +18,15 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from galahad.kernels.modes import AUTO as KERNEL_AUTO
-from galahad.kernels.modes import SERVING as SERVING_KERNEL_MODES
-from galahad.workers.sampling import SamplingConfig
-
 # -- names: model, data dir, env -----------------------------------------------------------------------
 
 DEFAULT_MODEL = "gemma3-270m"
 MODEL_HELP = f"tiny | {DEFAULT_MODEL} | a local model folder (default {DEFAULT_MODEL})"
-# Kernel modes a job can run, read from the one registry (kernels/modes.py `MODES`): `stock` and `codes`.
+# Kernel modes a job can run (`kernels/modes.py` SERVING, its registry's serving modes, is this tuple;
+# tests/test_kernel_mode_flag.py holds them equal), and the default that picks one (`kernels.modes.resolve`).
 # Artifacts graft only under the mode that made them (the mode is in the runtime fingerprint).
-KERNEL_MODES = SERVING_KERNEL_MODES
+KERNEL_MODES = ("stock", "codes")
+KERNEL_AUTO = "auto"
 DEFAULT_DATA = "~/.galahad"
 DATA_ENV = "GALAHAD_HOME"
 # The converted model snapshot is ~1 GB and data-independent: one cache shared by every data dir.
@@ -92,6 +91,18 @@ class Paths:
         return self
 
 
+@dataclass(frozen=True)
+class SamplingConfig:
+    """How the engine samples a learning attempt (`workers/sampling.py`, `workers/sampler.py`)."""
+
+    k: int = 8
+    max_tokens: int = 12
+    temperature: float = 1.0
+    seed: int = 0
+    sampler: str = "batched"  # workers/sampler.py: "batched" (one forward per step for all rows) or "sequential"
+    batch_rows: int = 32  # the batched sampler's most live rows (a generator call's samples share them)
+
+
 # -- budgets and limits shared by several configs --------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -150,15 +161,7 @@ class RetrievalPolicy:
     """How the transfer path picks memory: the first `max_solutions` of the newest chain of a library."""
 
     max_solutions: int = 8
-    scope: str = "template"  # or "topic"
-
-    def libraries(self, template: str | None, topic: str | None) -> list[str]:
-        names = []
-        if self.scope == "template" and template:
-            names.append(f"template:{template}")
-        if topic:
-            names.append(f"topic:{topic}")
-        return names
+    scope: str = "template"  # or "topic": which libraries it reads (`library_names.candidate_libraries`)
 
 
 @dataclass(frozen=True)

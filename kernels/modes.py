@@ -4,9 +4,10 @@ runtime fingerprint (the mode's name is a field of RuntimeConfig).
 A mode is a small object whose `active()` context manager installs its kernels for the duration of a
 forward pass and restores the previous ones afterwards. `stock` leaves PyTorch/transformers untouched.
 
-`MODES` is the one registry: every mode's name, where its class lives and what it is for. The config
-(`flywheel/config.py` `KERNEL_MODES`), every command's `--kernel-mode` choices and `exactness --kernel-mode`
-read it; `get_mode` imports a mode's module only when it is asked for.
+`MODES` is the one registry: every mode's name, where its class lives and what it is for. Every command's
+`--kernel-mode` choices and `exactness --kernel-mode` read it; the config (`flywheel/config.py`, a leaf)
+spells `SERVING` and `AUTO` out as `KERNEL_MODES` and `KERNEL_AUTO` (tests/test_kernel_mode_flag.py holds
+them equal); `get_mode` imports a mode's module only when it is asked for.
 
 The default is `auto` (`resolve`): `$GALAHAD_KERNEL_MODE` when set, else `codes` wherever its kernels run (a CPU
 with AVX2 and FMA, a C++ compiler, the CPU device: it made the learning job 1.55x faster, docs/results.md), else

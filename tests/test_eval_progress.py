@@ -15,10 +15,10 @@ from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.cli.eval_support import ProgressLines, progress_bar
 from galahad.flywheel.evals.evidence import output_hash
 from galahad.flywheel.evals.spec import Spec, execute
-from galahad.flywheel.memory import prefix
-from galahad.flywheel.memory.recall import graft_decode, render
+from galahad.flywheel.memory.recall import decode, graft_decode, render
 from galahad.flywheel.memory.solver import Solver
 from galahad.flywheel.problems import prompts
+from galahad.workers import schedule as prefix
 from galahad.workers.engine import Engine
 from galahad.workers.model_loader import load_model
 from galahad.workers.runtime import DEFAULT_RUNTIME
@@ -45,13 +45,13 @@ def test_kept_prefix_gives_the_bytes_of_a_fresh_one(engine):
     kept = [execute(engine, None, _spec(p, True)) for p in PROBLEMS]
     assert prefix.STATS["prefix_prefills"] == before + 1  # once for all the problems
     # the control: the prefix prefilled afresh for each problem, nothing kept
-    fresh = [prefix.few_shot_decode(engine, p, 6, keep=False) for p in PROBLEMS]
+    fresh = [decode(engine, prefix.few_shot(engine, p, 6, keep=False), 6) for p in PROBLEMS]
     assert prefix.STATS["prefix_prefills"] == before + 1 + len(PROBLEMS)
     assert [k["output_sha256"] for k in kept] == [output_hash(r.output_token_ids, r.output_text) for r in fresh]
     assert [k["input_sha256"] for k in kept] == [
         execute(engine, None, _spec(p, False))["input_sha256"] for p in PROBLEMS]  # the same model input
     # and the logits themselves, after the kept prefix vs after a fresh one
-    pre = prefix._prefix(engine, keep=True)
+    pre = prefix.kept_prefix(engine, keep=True)
     ids = engine.encode(prompts.few_shot_prompt(PROBLEMS[0]), bos=True)
     n = len(pre.ids)
     assert ids[:n] == pre.ids

@@ -142,11 +142,12 @@ def test_a_cpu_without_avx2_gets_the_codes_refusal_and_the_codes_tests_xfail(mon
 
 
 def test_one_registry_names_every_mode_and_a_cpu_only_mode_refuses_another_device(model_cache):
-    from galahad.kernels.modes import MODES, SERVING
+    from galahad.kernels.modes import AUTO, MODES, SERVING
 
     exactness = next(sub for path, sub in _parsers(build_parser()) if path == ("exactness",))
     choices = {a.dest: a.choices for a in exactness._actions}
     assert tuple(choices["kernel_mode"]) == ("auto", *MODES) and KERNEL_MODES == SERVING
+    assert DEFAULTS.kernel_mode == AUTO  # the config, a leaf, spells the registry's names out
     assert "mode" not in choices  # one flag name for every command
     for mode in ("codes", "invariant"):  # refused at load in one line, before any kernel is built
         with pytest.raises(GalahadError, match=rf"^model 'tiny' failed to load: the {mode} kernel mode runs on "

@@ -1,15 +1,16 @@
 """The generator: samples k seeded attempts per problem with the base model's few-shot prompt.
 
-Plain class (the Ray actor in `workers/actors.py` only wraps it). The few-shot examples every prompt
-starts with are prefilled once per process, the problem's question once per round after them; its samples are decoded by the configured `Sampler` (`workers/sampler.py`: one batch, or one
-after another), so k attempts cost one prefill plus the decode steps.
+Plain class (the Ray actor in `workers/actors.py` only wraps it). Its prompts are built by the pinned
+few-shot schedule (`workers/schedule.py`): the examples every prompt starts with prefilled once per
+process, the problem's question once per round after them; its samples are decoded by the configured
+`Sampler` (`workers/sampler.py`: one batch, or one after another), so k attempts cost one prefill plus the
+decode steps.
 Seeds derive from (run seed, problem id, sample index) (`workers/sampling.py`): a rerun samples the
 same attempts.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -17,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from galahad.flywheel.problems import prompts
-from galahad.workers.batch import repeat_rows, select_row
+from galahad.workers import schedule
 from galahad.workers.engine import Engine
 from galahad.workers.model_loader import load_model
 from galahad.workers.runtime import RuntimeConfig
@@ -30,60 +31,20 @@ class Generator:
     def __init__(self, model: str, model_cache: str | os.PathLike, runtime: RuntimeConfig):
         self.engine = Engine(load_model(model, Path(model_cache), runtime), runtime)
         self.meter = EnergyMeter()
-        self._shots = None
 
     @property
     def model_fingerprint(self) -> str:
         return self.engine.model_fingerprint
 
-    def _examples(self):
-        """(tokens, cache) of the few-shot examples every prompt starts with, prefilled once per process.
-        The cache is shared: callers copy it."""
-        if self._shots is None:
-            shots = self.engine.encode("".join(prompts.solution_segment(q, a) for q, a in prompts.BASE_SHOTS))
-            cache = self.engine.new_cache()
-            self.engine.prefill(cache, shots, 0, last_only=True)
-            self._shots = (shots, cache)
-        return self._shots
-
-    def _shots_cache(self, ids: list[int]):
-        """(cache, positions it holds): a copy of the few-shot examples' cache when the prompt's tokens
-        really start with the examples' tokens; otherwise an empty cache. Always the same schedule (examples,
-        then the question), so a seed samples the same text in any process."""
-        shots, cache = self._examples()
-        if len(ids) > len(shots) and ids[: len(shots)] == shots:
-            return copy.deepcopy(cache), len(shots)
-        return self.engine.new_cache(), 0
-
     def prompt(self, problem: dict):
-        """The problem's few-shot prompt prefilled: (cache, last-position logits, next position)."""
-        ids = self.engine.encode(prompts.few_shot_prompt(problem["text"]))
-        cache, done = self._shots_cache(ids)
-        logits = self.engine.prefill(cache, ids[done:], done, last_only=True)[-1]
-        return cache, logits, len(ids)
+        """The problem's few-shot prompt prefilled (`schedule.few_shot`): (cache, last-position logits, next
+        position)."""
+        ctx = schedule.few_shot(self.engine, problem["text"], 0)
+        return ctx.cache, ctx.logits, ctx.pos
 
     def prompts_together(self, problems: list[dict], max_tokens: int) -> list[tuple] | None:
-        """Several problems' prompts in one forward (`Engine.prefill_rows`): each question after the shared
-        examples' cache, left-padded to the longest. (cache, logits, next position, real-slot mask) per
-        problem, or None when they cannot share a forward exactly: a kernel mode that needs each row's keys
-        contiguous (the batch-invariant attention), a prompt that does not start with the examples, a question longer than one prefill chunk, or a row whose span (examples + longest
-        question + `max_tokens`) would not fit in the sliding window (its padding would push early
-        example tokens out of the window)."""
-        if self.engine.kernels.contiguous_keys_only:
-            return None
-        shots, examples = self._examples()
-        done = len(shots)
-        ids = [self.engine.encode(prompts.few_shot_prompt(p["text"])) for p in problems]
-        if any(len(i) <= done or i[:done] != shots for i in ids):
-            return None
-        tails = [i[done:] for i in ids]
-        width = max(len(t) for t in tails)
-        window = self.engine.loaded.sliding_window  # the adapter's smallest window (None: all full)
-        if width > self.engine.runtime.prefill_chunk or (window is not None and done + width + max_tokens >= window):
-            return None
-        shared = repeat_rows(examples, len(problems))
-        logits, mask = self.engine.prefill_rows(shared, tails, done)
-        return [(select_row(shared, r), logits[r], len(i), mask[r]) for r, i in enumerate(ids)]
+        """Several problems' prompts in one forward, where that is exact (`schedule.few_shot_rows`)."""
+        return schedule.few_shot_rows(self.engine, [p["text"] for p in problems], max_tokens)
 
     def attempt(self, problem: dict, cfg: SamplingConfig, first: int = 0, count: int | None = None) -> list[AttemptResult]:
         """Samples `first .. first+count-1` of the problem's k: the loop asks in rounds and stops early."""

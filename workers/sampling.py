@@ -1,4 +1,5 @@
-"""What a sampled attempt is, independent of the engine that sampled it: config, seeds, results.
+"""What a sampled attempt is, independent of the engine that sampled it: config (its defaults are
+`flywheel/config.py`'s `SamplingConfig`), seeds, results.
 
 Torch-free on purpose: the loop, the evals and `galahad rescore` import these without loading a model.
 Seeds derive from (run seed, problem id, sample index), so a rerun samples the same attempts.
@@ -9,15 +10,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from galahad.flywheel.config import SamplingConfig
 
-@dataclass(frozen=True)
-class SamplingConfig:
-    k: int = 8
-    max_tokens: int = 12
-    temperature: float = 1.0
-    seed: int = 0
-    sampler: str = "batched"  # workers/sampler.py: "batched" (one forward per step for all rows) or "sequential"
-    batch_rows: int = 32  # the batched sampler's most live rows (a generator call's samples share them)
+__all__ = ["AttemptResult", "SamplingConfig", "sample_seed"]
 
 
 @dataclass(frozen=True)

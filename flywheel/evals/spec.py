@@ -44,7 +44,7 @@ class Spec:
     # The question decoded after the graft when it is not `problem`: a recall path asks the matched problem's
     # own question. `problem` is always the text that was asked of the system.
     decoded: str | None = None
-    # A few-shot spec with no memory run as two spans, the shared prefix then the question (`prefix.py`): the
+    # A few-shot spec with no memory run as two spans, the shared prefix then the question (`workers/schedule.py`): the
     # prefix is prefilled once per process. Records made before it (False) replay the one-span schedule.
     shared_prefix: bool = False
 

@@ -20,6 +20,7 @@ import random
 from galahad.flywheel.config import TransferConfig
 from galahad.flywheel.evals.spec import Spec, make_record, scorer
 from galahad.flywheel.evals.stats import paired, wilson
+from galahad.flywheel.memory.library_names import template_library
 from galahad.flywheel.memory.policy import library_prefix
 from galahad.flywheel.problems import families
 from galahad.flywheel.problems.records import problem_hash
@@ -69,7 +70,7 @@ def plan(catalog, cfg: TransferConfig, fingerprints: tuple[str, str] | None = No
             rng = random.Random(f"{cfg.seed}:{p['id']}")
             tail = library_prefix(catalog, rng.choice(others), max(cfg.max_solutions), fingerprints)
             out.append((spec("random", "query", tail), meta))
-        own = f"template:{p['template']}" if p["split"] == "heldout_instances" else None
+        own = template_library(p["template"]) if p["split"] == "heldout_instances" else None
         scopes = [("template", own)] if own in libs else []
         scopes += [("topic", name) for name in sorted(libs) if libs[name].get("topic") == p["topic"]
                    and name != own][:1]

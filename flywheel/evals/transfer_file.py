@@ -72,7 +72,7 @@ def run(engine, catalog, store, verifier, problems: list[dict], cfg: FileTransfe
 
         want = set(cfg.conditions)
         if "base" in want:
-            # the few-shot prefix is prefilled once per process, each problem continues from it (`prefix.py`)
+            # the few-shot prefix is prefilled once per process, each problem continues from it (`workers/schedule.py`)
             record(spec("base", "few-shot", None, max_tokens=solver.base_max_tokens, shared_prefix=True))
         if "empty" in want:
             record(spec("empty", "query", None))

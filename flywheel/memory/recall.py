@@ -1,21 +1,24 @@
 """The one graft -> decode path: what `solve`, every eval and `replay` run, so what is measured ships.
 
-`graft_decode` loads a chain from the store (every blob hash-checked), restores it at its own positions,
-encodes the prompt after it (or from BOS with no memory), and decodes with the answer's stop rule.
-Nothing here is ever re-rotated: own-position graft is the exact operating point. With `recompute`, the
-chain's tokens (the same solutions as plain prompt text) are prefilled afresh, segment by segment as they
-were deposited, instead of grafted: the control that proves the graft is an exact cache (same output
+The context a decode runs in is built by the pinned schedules (`workers/schedule.py`): the chain restored
+at its own positions (nothing re-rotated: own-position graft is the exact operating point) and the prompt
+prefilled after it, or the base model's two-span few-shot schedule. Here that context is decoded with the
+answer's stop rule. With `recompute`, the chain's tokens (the same solutions as plain prompt text) are
+prefilled afresh instead of grafted: the control that proves the graft is an exact cache (same output
 bytes) and shows what it saves.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
-from galahad.flywheel.artifacts.chain import chain_headers, load_chain
 from galahad.flywheel.artifacts.store import BlobStore
-from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems import prompts
+from galahad.workers import schedule
+from galahad.workers.schedule import Context, graft, render
+
+__all__ = ["Prepared", "Recalled", "answer_decode", "decode", "graft", "graft_decode", "render"]
 
 
 @dataclass(frozen=True)
@@ -36,31 +39,16 @@ class Recalled:
         return prompts.answer_from_output(self.output_text)
 
 
-def render(problem: str, prompt: str) -> str:
-    """The prompt text for a problem: the base model's few-shot prompt, or the memory's query format."""
-    if prompt == "few-shot":
-        return prompts.few_shot_prompt(problem)
-    if prompt == "query":
-        return prompts.query(problem)
-    raise ValueError(f"unknown prompt format {prompt!r}")
-
-
-def check_fits(engine, start: int, n_prompt: int, max_tokens: int) -> None:
-    """Refuse, before any forward pass, a decode that cannot fit the model's context window."""
-    window = getattr(getattr(engine, "loaded", None), "context_window", 0)
-    need = start + n_prompt + max_tokens
-    if window and need > window:
-        raise GalahadError(f"too long for the model's context window: {start:,} grafted + {n_prompt:,} prompt + "
-                           f"{max_tokens:,} decode tokens = {need:,} > {window:,}")
-
-
-def graft(engine, store: BlobStore, tail: str | None):
-    """The cache to answer in: the chain ending at `tail`, read from the store (each blob read once into one
-    buffer and hash-checked as it is read, tensors built over those bytes) and restored at its own
-    positions; or an empty cache. Returns (cache, first free position, grafted artifact ids)."""
-    from galahad.workers.kv_chain import graft as graft_chain  # torch: off model-free import paths
-
-    return graft_chain(engine, store, tail)
+def decode(engine, ctx: Context, max_tokens: int, temperature: float = 0.0, seed: int = 0, copy_cache: bool = False,
+           charge_prefill: bool = True) -> Recalled:
+    """Decode from `ctx` (`copy_cache`: from a copy, leaving `ctx` as it was); `charge_prefill`: its
+    seconds include building the context."""
+    cache = copy.deepcopy(ctx.cache) if copy_cache else ctx.cache
+    out = engine.continue_decode(cache, ctx.logits, ctx.pos, max_tokens, temperature=temperature, seed=seed,
+                                 stop=(prompts.ANSWER_STOP,))
+    seconds = out.seconds + (ctx.prefill_seconds if charge_prefill else 0.0)
+    return Recalled(ctx.artifacts, ctx.start, ctx.ids, list(out.token_ids), out.text, seconds, ctx.graft_seconds,
+                    ctx.prefill_seconds)
 
 
 class Prepared:
@@ -70,58 +58,27 @@ class Prepared:
 
     def __init__(self, engine, store: BlobStore, tail: str | None, text: str, recompute: bool = False,
                  max_tokens: int = 0):
-        import time
-
-        t0 = time.perf_counter()
-        ids = engine.encode(text, bos=not tail)
-        if tail and recompute:
-            segments = [(art_id, list(meta.token_ids)) for art_id, meta in chain_headers(store, tail)]
-            check_fits(engine, sum(len(seg) for _, seg in segments), len(ids), max_tokens)
-            cache, start, artifacts = engine.new_cache(), 0, []
-            for art_id, seg in segments:
-                engine.prefill(cache, seg, start, last_only=True)
-                start += len(seg)
-                artifacts.append(art_id)
-        else:
-            from galahad.workers.kv_chain import restore_chain  # torch: off the import path
-
-            chain = load_chain(store, tail) if tail else []
-            check_fits(engine, chain[-1].meta.end if chain else 0, len(ids), max_tokens)  # before any forward
-            cache, start, artifacts = restore_chain(engine, chain)
-        self.graft_seconds = time.perf_counter() - t0
-        self.engine, self.artifacts, self.start, self.ids = engine, artifacts, start, list(ids)
-        self._logits = engine.prefill(cache, self.ids, start, last_only=True)[-1]
-        self._cache = cache
-        self.prefill_seconds = time.perf_counter() - t0
+        self.engine = engine
+        self._ctx: Context | None = schedule.graft_then_prefill(engine, store, tail, text, max_tokens, recompute)
 
     def decode(self, max_tokens: int, temperature: float = 0.0, seed: int = 0, last: bool = False) -> Recalled:
         """`last`: no decode follows, so this one may extend the prefilled cache itself (no copy)."""
-        import copy
-
-        if self._cache is None:
+        if self._ctx is None:
             raise RuntimeError("this context was already consumed by its last decode")
-        cache = self._cache if last else copy.deepcopy(self._cache)
+        ctx = self._ctx
         if last:
-            self._cache = None
-        out = self.engine.continue_decode(cache, self._logits, self.start + len(self.ids), max_tokens,
-                                          temperature=temperature, seed=seed, stop=(prompts.ANSWER_STOP,))
-        return Recalled(self.artifacts, self.start, self.ids, list(out.token_ids), out.text, out.seconds,
-                        self.graft_seconds, self.prefill_seconds)
+            self._ctx = None
+        return decode(self.engine, ctx, max_tokens, temperature, seed, copy_cache=not last, charge_prefill=False)
 
 
 def answer_decode(engine, store: BlobStore, tail: str | None, question: str, prompt: str, max_tokens: int,
                   temperature: float = 0.0, seed: int = 0, recompute: bool = False,
                   shared_prefix: bool = True) -> Recalled:
-    """The one decode of a question: with no memory and the few-shot prompt, under the shared prefix's
-    two-span schedule (`prefix.py`; `shared_prefix` False: the one-span schedule of records made before it);
-    anything else through `graft_decode`. `Solver` answers its routes with it and the evals' `execute` runs
-    their specs with it."""
-    if shared_prefix and prompt == "few-shot" and tail is None:
-        from galahad.flywheel.memory.prefix import few_shot_decode  # prefix.py imports this module
-
-        return few_shot_decode(engine, question, max_tokens, temperature, seed)
-    return graft_decode(engine, store, tail, render(question, prompt), max_tokens, temperature=temperature, seed=seed,
-                        recompute=recompute)
+    """The one decode of a question, in the context `schedule.context` builds (the shared prefix's two-span
+    schedule for the base model; `shared_prefix` False: the one-span schedule of records made before it).
+    `Solver` answers its routes with it and the evals' `execute` runs their specs with it."""
+    ctx = schedule.context(engine, store, tail, question, prompt, max_tokens, recompute, shared_prefix)
+    return decode(engine, ctx, max_tokens, temperature, seed)
 
 
 def graft_decode(engine, store: BlobStore, tail: str | None, text: str, max_tokens: int,
@@ -130,7 +87,5 @@ def graft_decode(engine, store: BlobStore, tail: str | None, text: str, max_toke
     logits at the last position only: the serving configuration `galahad exactness` proves byte-identical
     to recomputation. What cannot fit the context window is refused before any forward pass.
     `recompute`: prefill the chain's tokens instead of grafting its KV (same schedule, same bits)."""
-    prepared = Prepared(engine, store, tail, text, recompute, max_tokens)
-    r = prepared.decode(max_tokens, temperature, seed, last=True)
-    return Recalled(r.artifacts, r.start, r.prompt_token_ids, r.output_token_ids, r.output_text,
-                    r.seconds + prepared.prefill_seconds, prepared.graft_seconds, prepared.prefill_seconds)
+    ctx = schedule.graft_then_prefill(engine, store, tail, text, max_tokens, recompute)
+    return decode(engine, ctx, max_tokens, temperature, seed)

@@ -1,8 +1,8 @@
 """Per-token log-probabilities of an answer already decoded: the route's context built again under the very
-schedule its decode ran (memory grafted at its own positions and the query prefilled, or the base model's
-two-span few-shot schedule), then the decoded tokens fed back one at a time, as `Engine.continue_decode`
-feeds them. Each step's logits are therefore the bits the decode drew from (at temperature 0 the argmax of
-every row is the token decoded: checked, and a mismatch is a fault, never a wrong logprob served).
+schedule its decode ran (`workers/schedule.context`, as `recall.answer_decode` builds it), then the decoded
+tokens fed back one at a time, as `Engine.continue_decode` feeds them. Each step's logits are therefore the
+bits the decode drew from (at temperature 0 the argmax of every row is the token decoded: checked, and a
+mismatch is a fault, never a wrong logprob served).
 
 Log-probabilities are the model's own distribution (`log_softmax` of the fp32 logits, before any sampling
 temperature), as fp32 values; OpenAI's `bytes` are each token's UTF-8 bytes.
@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from galahad.flywheel.memory import prefix
-from galahad.flywheel.memory.recall import graft, render
 from galahad.flywheel.memory.solver import Route
-from galahad.flywheel.problems import prompts
+from galahad.workers import schedule
 
 
 @dataclass(frozen=True)
@@ -27,22 +25,8 @@ class TokenScore:
 
 def context_logits(engine, store, route: Route, token_ids: list[int]) -> list:
     """The fp32 logits row before each of `token_ids` (decoded after `route`'s context)."""
-    if route.shared_prefix:  # `prefix.few_shot_decode`: the prefix as its own span, then the question
-        ids = engine.encode(prompts.few_shot_prompt(route.decoded), bos=True)
-        pre = engine.encode(prefix.prefix_text(), bos=True)
-        cache = engine.new_cache()
-        if len(ids) > len(pre) and ids[:len(pre)] == pre:
-            engine.prefill(cache, pre, 0, last_only=True)
-            logits = engine.prefill(cache, ids[len(pre):], len(pre), last_only=True)[-1]
-        else:
-            logits = engine.prefill(cache, ids, 0, last_only=True)[-1]
-        pos = len(ids)
-    else:  # `recall.graft_decode`: the chain restored at its own positions, the prompt prefilled after it
-        cache, start, _ = graft(engine, store, route.tail)
-        ids = engine.encode(render(route.decoded, route.prompt), bos=not route.tail)
-        logits = engine.prefill(cache, ids, start, last_only=True)[-1]
-        pos = start + len(ids)
-    rows = [logits]
+    ctx = schedule.context(engine, store, route.tail, route.decoded, route.prompt, len(token_ids))
+    cache, pos, rows = ctx.cache, ctx.pos, [ctx.logits]
     for tok in token_ids[:-1]:
         rows.append(engine.forward(cache, [tok], pos, last_only=True)[-1])
         pos += 1
