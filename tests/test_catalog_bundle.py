@@ -143,7 +143,7 @@ def test_bad_bundles_are_refused_with_nothing_written(catalog_url, make_catalog_
     (tmp_path / "garbage.tar").write_bytes(b"\x89PNG not a tar at all" * 40)
     paths["not a tar"] = tmp_path / "garbage.tar"
     paths["no such file"] = tmp_path / "missing.tar"
-    assert manifest["format"] == "galahad-bundle/2"
+    assert manifest["format"] == "galahad-bundle/3"
 
     dst_store = LocalStore(tmp_path / "dst")
     with Catalog(catalog_url) as dst:
@@ -224,7 +224,7 @@ def test_bundle_v2_carries_recall_rows_and_keys(catalog_url, make_catalog_url, t
         export_bundle(src, src_store, bundle)
         want = canonical_rows(src)
     manifest = json.loads(members(bundle)["manifest.json"])
-    assert manifest["format"] == "galahad-bundle/2" and len(manifest["tables"]["recalls"]) == 2
+    assert manifest["format"] == "galahad-bundle/3" and len(manifest["tables"]["recalls"]) == 2
     assert len(manifest["tables"]["problem_keys"]) == 2 and len(manifest["tables"]["runtimes"]) == 1
     fps = (W.FP_MODEL, W.FP_RUNTIME)
     with Catalog(catalog_url) as dst:

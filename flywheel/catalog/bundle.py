@@ -8,8 +8,9 @@ always makes the same bundle bytes):
     blobs/<sha256>         each artifact's bytes
 The rows are the artifacts, their ancestors, their provenance (verification, attempt, problem, run) and
 library entries, and (format 2, `bundle_memory.py`) the rest of memory: recall rows, problem keys and
-runtime facts, so an import answers recurrences by hash and key with no run in between. Format-1 bundles
-still import. Every id is content-derived or a UUID, so rows keep their ids on any catalog; only an
+runtime facts, so an import answers recurrences by hash and key with no run in between. Every format ever
+written still imports, its missing columns defaulted as their migrations did (`bundle_formats.py`); a newer
+one is refused. Every id is content-derived or a UUID, so rows keep their ids on any catalog; only an
 artifact's `location` (which store holds it) is machine-local and is rewritten on import.
 
 Import first decides whether to trust the bundle at all (before any blob is read): a bundle signed by a key
@@ -48,13 +49,13 @@ from galahad.flywheel.artifacts.chain import walk
 from galahad.flywheel.artifacts.format import MAX_HEADER, read_meta, verify_tensors
 from galahad.flywheel.artifacts.store import MAX_BLOB_BYTES, BlobStore, sha256_hex, shareable
 from galahad.flywheel.catalog import PUT_THREADS, Catalog, store_location
+from galahad.flywheel.catalog.bundle_formats import FORMAT, complete, upgrade_line, version_of
 from galahad.flywheel.catalog.bundle_memory import (
     LOCAL_ARTIFACT,
     MEMORY,
     check_memory,
     recall_artifacts,
     select_memory,
-    upgrade_v1_row,
 )
 from galahad.flywheel.catalog.db import WRITE
 from galahad.flywheel.catalog.fsck import header_columns, row_mismatch
@@ -64,8 +65,6 @@ from galahad.flywheel.errors import GalahadError, IntegrityError
 from galahad.flywheel.problems.records import problem_hash
 from galahad.flywheel.safe_json import loads as safe_loads
 
-FORMAT = "galahad-bundle/2"
-FORMATS = ("galahad-bundle/1", FORMAT)  # what import reads
 ORDER = ("problems", "runs", "attempts", "verifications", "artifacts", "libraries", "library_entries", *MEMORY)
 LOCAL_COLUMNS = {"artifacts": set(LOCAL_ARTIFACT), "problems": {"failure"}}  # failure: this catalog's learning
 _BLOB = re.compile(r"^blobs/([0-9a-f]{64})$")
@@ -84,11 +83,9 @@ def _to_json(table: str, row: dict[str, Any]) -> dict[str, Any]:
     return {k: (row[k].isoformat() if isinstance(row[k], datetime) else row[k]) for k in _columns(table)}
 
 
-def _from_json(table: str, row: Any) -> dict[str, Any]:
+def _from_json(table: str, row: Any, version: int, defaulted: set[str]) -> dict[str, Any]:
     cols = _columns(table)
-    row = upgrade_v1_row(table, row)
-    if isinstance(row, dict) and table == "problems" and "gold_source" not in row:
-        row = {**row, "gold_source": None}  # bundles written before migration 0003: provenance unknown
+    row = complete(table, row, version, defaulted)  # an older bundle: columns added since, as migrated
     if not isinstance(row, dict) or sorted(row) != sorted(cols):
         raise GalahadError(f"malformed bundle: a {table} row does not have the expected columns")
     out = dict(row)
@@ -282,17 +279,25 @@ def _scan_blob(tar: tarfile.TarFile, member: tarfile.TarInfo) -> tuple[str, byte
     return digest.hexdigest(), head
 
 
-def _stage(path: Path, catalog: Catalog, gate) -> tuple[dict[str, list[dict[str, Any]]], dict[str, int]]:
-    """Validate the whole bundle; returns its rows and blob sizes. Reads only. `gate(mbytes, signature)`
-    decides trust once, as early as it can: at the first blob when the manifest came before it (as the
-    writer puts it), else after the last member; a signature after that point is refused."""
+def _stage(path: Path, catalog: Catalog, gate, seen: dict[str, Any]) -> tuple[dict[str, list[dict[str, Any]]],
+                                                                             dict[str, int]]:
+    """Validate the whole bundle; returns its rows and blob sizes (`seen` gets its format and the columns an
+    older one had defaulted). Reads only. `gate(mbytes, signature)` decides trust once, as early as it can:
+    at the first blob when the manifest came before it (as the writer puts it), else after the last member;
+    a signature after that point is refused. A bundle newer than this Galahad is refused before that."""
     checksum, mbytes, signature, gated, blobs, extras = None, None, None, False, {}, {}
+    parsed: dict[str, Any] = {}
 
     def decide() -> None:
         nonlocal gated
         gated = True
         if sha256_hex(mbytes) != checksum:
             raise IntegrityError("corrupted bundle: manifest.json does not match MANIFEST.sha256")
+        try:
+            parsed["manifest"] = safe_loads(mbytes)
+        except ValueError as exc:
+            raise GalahadError(f"malformed bundle: manifest is not a {FORMAT} manifest ({exc})") from exc
+        parsed["version"] = version_of(parsed["manifest"], path.name)
         gate(mbytes, signature)
 
     try:
@@ -333,18 +338,19 @@ def _stage(path: Path, catalog: Catalog, gate) -> tuple[dict[str, list[dict[str,
         raise GalahadError("incomplete bundle: no manifest")
     if not gated:
         decide()
+    manifest, version, defaulted = parsed["manifest"], parsed["version"], set()
     try:
-        manifest = safe_loads(mbytes)
         raw, sizes = manifest["tables"], manifest["blobs"]
-        if manifest["format"] == FORMATS[0]:  # format 1: no memory tables (derived or recomputed below)
+        if version == 1:  # format 1: no memory tables (derived or recomputed below)
             raw = {**{t: [] for t in MEMORY}, **raw}
-        well_formed = (manifest["format"] in FORMATS and isinstance(sizes, dict)
-                       and all(isinstance(raw[t], list) for t in ORDER))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise GalahadError(f"malformed bundle: manifest is not a {FORMAT} manifest ({exc})") from exc
+        well_formed = isinstance(sizes, dict) and all(isinstance(raw[t], list) for t in ORDER)
+    except (KeyError, TypeError) as exc:
+        raise GalahadError(f"malformed bundle: manifest is not a galahad-bundle/{version} manifest ({exc})") from exc
     if not well_formed:
-        raise GalahadError(f"malformed bundle: manifest is not a {FORMAT} manifest")
-    tables = {t: [_from_json(t, r) for r in raw[t]] for t in ORDER}
+        raise GalahadError(f"malformed bundle: manifest is not a galahad-bundle/{version} manifest")
+    tables = {t: [_from_json(t, r, version, defaulted) for r in raw[t]] for t in ORDER}
+    seen.update(format=f"galahad-bundle/{version}", defaulted=sorted(defaulted),
+                upgraded=upgrade_line(version, defaulted))
     missing = set(sizes) - set(blobs)
     if missing:
         raise GalahadError(f"incomplete bundle: {len(missing)} blob(s) missing, e.g. {sorted(missing)[0][:16]}")
@@ -531,7 +537,8 @@ def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, r
     that cannot be re-derived here, refuses the whole bundle."""
     path = Path(path)
     seen: dict[str, Any] = {}
-    tables, sizes = _stage(path, catalog, _trust_gate(path, trusted_keys, rederive, trust_unsigned, seen))
+    gate = _trust_gate(path, trusted_keys, rederive, trust_unsigned, seen)
+    tables, sizes = _stage(path, catalog, gate, seen)
     location = store_location(store)
     tables["artifacts"] = [{**a, "location": location} for a in _parents_first(tables["artifacts"])]
     _trial_insert(catalog, tables)

@@ -28,7 +28,6 @@ from galahad.flywheel.problems import canonical
 MEMORY = ("problem_keys", "recalls", "runtimes")
 # Artifact columns that stay on their machine: where the bytes are, eviction and rebuild bookkeeping.
 LOCAL_ARTIFACT = {"location": None, "last_grafted_at": None, "evicted_at": None, "rebuilds": 0}
-ADDED_ARTIFACT = {"recompiled_from": None, "extra": None}  # columns format 1 lacks (migration 0004)
 
 
 def select_memory(conn, problems: set[str], artifacts: set[str]) -> dict[str, list[dict]]:
@@ -55,12 +54,6 @@ def recall_artifacts(conn, problems: set[str]) -> set[str]:
 def runtime_hash(facts: Any) -> str:
     """`workers.runtime.runtime_fingerprint` of recorded facts (the same canonical JSON)."""
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
-
-
-def upgrade_v1_row(table: str, row: Any) -> Any:
-    if isinstance(row, dict) and table == "artifacts":
-        return {**ADDED_ARTIFACT, **row}
-    return row
 
 
 def check_memory(tables: dict[str, list[dict[str, Any]]], extras: dict[str, dict]) -> None:

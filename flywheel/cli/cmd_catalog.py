@@ -385,6 +385,8 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
                             trust_unsigned=args.trust_unsigned)
         if args.recompile:
             out["recompile"] = _recompile(args, cat, store, as_json)
+        if out["upgraded"] and not as_json:  # an older bundle: which columns its migrations' defaults filled
+            print(out["upgraded"])
         signer = (f"signed by trusted key {out['signed_by'][:16]}" if out["trusted"] else
                   f"signed by untrusted key {out['signed_by'][:16]}" if out["signed_by"] else "unsigned")
         _json(out) if as_json else print(f"imported {out['bundle']}: {out['artifacts']:,} artifacts "
