@@ -2,12 +2,12 @@
 helper that never read the key reader; dev.jsonl is for development, test.jsonl only for measuring).
 
 Each line: {"id", "group", "area", "text", "answer", "kind"}; texts of one group ask the same mathematics;
-`answer` is the exact value or "ambiguous"; `kind` is "single" or "word" (a multi-step word problem).
+`answer` is the exact value, "ambiguous" or "undefined" (keyed = wrong for both); `kind` is "single" or "word" (a multi-step word problem).
 Prints per area and in total: coverage of single, unambiguous texts (keyed / all), keyed texts whose key's value
 differs from the answer (must be 0), keyed ambiguous texts (must be 0), keys shared by texts whose answers differ
 (wrong joins, must be 0), and paraphrases keyed like their group's first keyed text (where both key).
 
-Usage: python bench/bench_key_coverage.py [--file PATH] [--details] [--json]
+Usage: python bench/bench_key_coverage.py [--file PATH] [--details] [--json] [--reader old|new]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from galahad.flywheel.problems.golds import exact_number
 DEFAULT = Path(__file__).resolve().parent / "data" / "keys_heldout" / "test.jsonl"
 
 
-def measure(path: Path, details: bool = False) -> dict:
+def measure(path: Path, details: bool = False, canonical_key=canonical_key, value=value) -> dict:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     by_area: dict[str, dict] = defaultdict(lambda: {"single": 0, "keyed": 0})
     wrong_values, keyed_ambiguous, answers_by_key = [], [], defaultdict(set)
@@ -32,7 +32,7 @@ def measure(path: Path, details: bool = False) -> dict:
     for r in rows:
         key = canonical_key(r["text"])
         groups[r["group"]].append((r["text"], key))
-        ambiguous = r["answer"] == "ambiguous"
+        ambiguous = r["answer"] in ("ambiguous", "undefined")
         if key and ambiguous:
             keyed_ambiguous.append((r["text"], key))
         if not ambiguous:
@@ -72,8 +72,20 @@ def main() -> int:
     ap.add_argument("--file", type=Path, default=DEFAULT)
     ap.add_argument("--details", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--reader", choices=("old", "new"), default="old", help="new: problems/reader.py")
     args = ap.parse_args()
-    report = measure(args.file, args.details)
+    fns = (canonical_key, value)
+    if args.reader == "new":
+        from galahad.flywheel.problems import reader
+        values: dict = {}
+
+        def new_key(text: str) -> str | None:
+            got = reader.key_and_value(text)
+            if got is not None:
+                values[got[0]] = got[1]
+            return None if got is None else got[0]
+        fns = (new_key, values.get)
+    report = measure(args.file, args.details, *fns)
     report["command"] = "python bench/bench_key_coverage.py " + " ".join(sys.argv[1:])
     print(json.dumps(report, indent=None if args.json else 2))
     return 0

@@ -1,0 +1,58 @@
+"""The reader: a text's canonical key, exact value and plain reading, sound by construction.
+
+reader_lexer turns the text into tokens (every word accounted for), reader_grammar parses them with every
+parse enumerated, reader_meaning gives each parse its readings; a text is keyed only when every reading
+gives one key and a defined value (reader_tree bounds the arithmetic). Anything else: None."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from lark.exceptions import LarkError
+
+from galahad.flywheel.problems import reader_tree as rt
+from galahad.flywheel.problems.reader_grammar import parser
+from galahad.flywheel.problems.reader_lexer import Refuse, tokens
+from galahad.flywheel.problems.reader_meaning import readings
+
+MAX_CHARS = 300
+
+
+def _key_of(reading, one_unit: bool) -> tuple[str, Fraction] | None:
+    (tree, kind), frame = reading
+    if frame == "q":
+        form = rt.equation_form(*tree)
+        if form is None:
+            return None
+        k = f"q:{form[0]}x{form[1]:+d}"
+        return k, rt.key_solution(k)
+    if kind not in (None, "w", "d") and not (isinstance(kind, tuple) and kind[0] != "items" and one_unit):
+        return None
+    if rt.has_var(tree) or (tree[0] == "n" and tree[2].denominator == 1):
+        return None
+    v = rt.value(tree)
+    k = "e:" + rt.key(tree)
+    return (k, v) if v is not None and len(k) <= rt.MAX_KEY_CHARS else None
+
+
+def key_and_value(text: str) -> tuple[str, Fraction] | None:
+    """(key, value) when every reading of the text agrees, else None."""
+    if not isinstance(text, str) or len(text) > MAX_CHARS:
+        return None
+    try:
+        toks = tokens(text)
+        if not toks:
+            return None
+        found = readings(parser().parse(toks))
+    except (Refuse, LarkError, RecursionError):
+        return None
+    units = {t.value for t in toks if t.type == "UNIT"}
+    keyed = set()
+    for r in found:
+        if not (isinstance(r, tuple) and len(r) == 2 and r[1] in ("ask", "q")):
+            continue
+        got = _key_of(r, len(units) <= 1)
+        if got is None:
+            return None
+        keyed.add(got)
+    return keyed.pop() if len(keyed) == 1 else None

@@ -1,0 +1,226 @@
+"""The reader's lexer: normalize a text (case, unicode, LaTeX, frames like "Q: ... A:") and turn it into
+the token stream the grammar parses. Every word is a number, a unit, a grammar word or a filler word
+(reader_lexicon.FILLER, the only words dropped); anything else raises Refuse (no key).
+
+Numbers become NUM tokens whose value is an exact Fraction written as a string ("3/4"); a tight digit
+fraction "3/4" is NUM TSLASH NUM (the grammar reads it as one number or as a division); a mixed number
+("2 7/8", "2\u215e", "3 \\frac{1}{4}") is one NUM. Units and money are UNIT tokens "dim:factor"."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from lark import Token
+from text_to_num import text2num
+
+from galahad.flywheel.problems import reader_lexicon as lx
+
+MAX_TOKENS = 64
+MAX_DIGITS = 30
+
+
+class Refuse(Exception):
+    """The text cannot be read soundly: no key."""
+
+
+_GLYPHS = {"\u00d7": " * ", "\u22c5": " * ", "\u00b7": " * ", "\u2217": " * ", "\u00f7": " \u00f7 ",
+           "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u00b2": "^2", "\u00b3": "^3", "\u221a": " sqrt ",
+           "\u2019": "'", "\u201c": "", "\u201d": "", "**": "^", "\u2260": " != ", "\u00a0": " ",
+           "\\times": " * ", "\\cdot": " * ", "\\div": " \u00f7 ", "\\left": "", "\\right": "", "\\,": "",
+           "\\%": "%", "\\$": "$", "\\;": " ", "\\!": "", "\\ ": " "}
+_VULGAR = {"\u00bd": "1/2", "\u2153": "1/3", "\u2154": "2/3", "\u00bc": "1/4", "\u00be": "3/4", "\u2155": "1/5",
+           "\u2156": "2/5", "\u2157": "3/5", "\u2158": "4/5", "\u2159": "1/6", "\u215a": "5/6", "\u215b": "1/8",
+           "\u215c": "3/8", "\u215d": "5/8", "\u215e": "7/8"}
+_FRAC = re.compile(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
+_SQRT = re.compile(r"\\sqrt\s*(?:\[\s*(\d+)\s*\])?\s*\{([^{}]*)\}")
+_PRE = re.compile(r"^\s*(?:q|question|quick question|problem)\s*:\s*")
+_POST = re.compile(r"\s*\ba\s*:\s*$")
+_TOKEN = re.compile(r"""
+    (?P<mixed>\d+\s+\d+/\d+(?![\d/.]))
+  | (?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+\.\d+|\d+|(?<![\w.])\.\d+)
+  | (?P<word>[a-z]+(?:'[a-z]+)?)
+  | (?P<sym>\u00f7|!=|[-+*/^(),=%$?.;:!|])
+  | (?P<space>\s+)
+""", re.X)
+_SYMS = {"+": "PLUSS", "-": "DASH", "*": "STAR", "/": "SLASH", "\u00f7": "SLASH", "^": "CARET", "(": "LP",
+         ")": "RP", ",": "COMMA", "=": "EQ", "%": "PCT", "?": "SEP", ".": "SEP", ";": "SEP", ":": "COLON",
+         "|": "BAR"}
+_PHRASES = [(re.compile(p), r) for p, r in [
+    (r"\bas an? (?:simplified |common |proper |improper )?(?:fraction|decimal|whole number|number)\b", " "),
+    (r"\bin (?:its )?(?:simplest|lowest) (?:form|terms)\b", " "), (r"\bwhat'?s\b", "what is"),
+    (r"\b(\d+)\s*(?:to the)\s*(\d+)(?:st|nd|rd|th)\b", r"\1 ^ \2"), (r"\bto the (?:power of|power)\b", " ^ "),
+    (r"\braised to(?: the power of| the power)?\b", " ^ "), (r"\bmultiplied by\b", " * "),
+    (r"\bdivided by\b", " divby "), (r"\bsquare root of\b", " sqrt "), (r"\bcube root of\b", " cbrt "),
+    (r"\bmore than\b", " morethan "), (r"\bless than\b", " lessthan "), (r"\bfewer than\b", " lessthan "),
+    (r"\bd\.p\.?|\bdp\b", " dp "), (r"\bs\.f\.?|\bsig\.? figs?\b|\bsignificant figures?\b", " sf "),
+    (r"\bdecimal places?\b", " dp "), (r"\btake away\b", " minus "),
+]]
+
+
+def normalize(text: str) -> str:
+    """Casefold and rewrite glyphs, LaTeX and frames into the plain form the tokenizer reads."""
+    if any(ord(c) < 32 and c not in "\t\n" or 0xD800 <= ord(c) <= 0xDFFF for c in text):
+        raise Refuse("control character")
+    t = text.lower().replace("$$", " ").replace("\\(", " ").replace("\\)", " ")
+    t = re.sub(r"\\\[|\\\]", " ", t)
+    t = re.sub(r"(\d)\s*\\[dt]?frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}", r"\1 \2/\3", t)
+    for _ in range(4):
+        t = _FRAC.sub(r"((\1)/(\2))", t)
+        t = _SQRT.sub(lambda m: f" root{m.group(1) or 2} ({m.group(2)}) ", t)
+    for k, v in _GLYPHS.items():
+        t = t.replace(k, v)
+    for k, v in _VULGAR.items():
+        t = re.sub(rf"(\d)\s*{k}", rf"\1 {v}", t).replace(k, f" {v} ")
+    t = t.replace("{", "(").replace("}", ")")
+    if "\\" in t:
+        raise Refuse("unknown LaTeX")
+    t = re.sub(r"(?<=[a-z]{2})-(?=[a-z]{2})|(?<=\d)-(?=[a-z]{2})", " ", t)
+    t = _POST.sub("", _PRE.sub("", t))
+    t = re.sub(r"\$(?=\s*[\d.])", " dollarsign ", t)
+    for pat, rep in _PHRASES:
+        t = pat.sub(rep, t)
+    return t
+
+
+def _num_token(q: Fraction) -> Token:
+    if max(q.numerator.bit_length(), q.denominator.bit_length()) > 3.33 * MAX_DIGITS:
+        raise Refuse("literal too long")
+    return Token("NUM", str(q))
+
+
+def _digits(s: str) -> Fraction:
+    return Fraction(s.replace(",", ""))
+
+
+def _number_words(words: list[str], i: int) -> tuple[int, int] | None:
+    """The longest run of integer number words at i ("three hundred and five"): (value, words used)."""
+    j, run = i, []
+    while j < len(words):
+        w = words[j]
+        if w in lx.SMALL or w in lx.SCALES:
+            run.append(w)
+        elif w == "and" and run and run[-1] in lx.SCALES and j + 1 < len(words) and words[j + 1] in lx.SMALL:
+            run.append(w)
+        else:
+            break
+        j += 1
+    if not run or run[-1] == "and":
+        return None
+    try:
+        return int(text2num(" ".join(run), "en")), len(run)
+    except ValueError as e:
+        raise Refuse(str(e)) from None
+
+
+def tokens(text: str) -> list[Token]:
+    """The token stream of a text (see the module docstring), or raise Refuse."""
+    t = normalize(text)
+    raw: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(t):
+        m = _TOKEN.match(t, pos)
+        if m is None:
+            raise Refuse(f"character {t[pos]!r}")
+        pos = m.end()
+        kind = m.lastgroup
+        if kind != "space":
+            raw.append((kind, m.group(), m.start() > 0 and t[m.start() - 1] == " "))
+    out: list[Token] = []
+    words = [v for _, v, _ in raw]
+    tight = [sp is False for _, _, sp in raw]
+    i = 0
+    and_count = words.count("and")
+    while i < len(raw):
+        kind, v, _ = raw[i]
+        nxt = raw[i + 1][1] if i + 1 < len(raw) else ""
+        if kind == "mixed":
+            whole, frac = v.split()
+            n, d = frac.split("/")
+            if int(d) == 0 or int(n) >= int(d):
+                raise Refuse("not a mixed number")
+            out.append(_num_token(Fraction(whole) + Fraction(int(n), int(d))))
+        elif kind == "num":
+            if len(v.replace(",", "").replace(".", "")) > MAX_DIGITS:
+                raise Refuse("literal too long")
+            out.append(_num_token(_digits(v)))
+            if nxt == "/" and i + 2 < len(raw) and raw[i + 2][0] == "num" and tight[i + 1] and tight[i + 2]:
+                out.append(Token("TSLASH", "/"))
+                i += 1
+        elif kind == "sym":
+            if v == "!" and not (raw[i - 1][0] == "word" if i else False):
+                raise Refuse("factorial")
+            if v == "!=":
+                raise Refuse("inequality")
+            out.append(Token(_SYMS.get(v, "SEP"), v))
+        else:
+            got = _number_words(words, i)
+            if got is not None:
+                value, used = got
+                if "and" in words[i:i + used] and and_count > 1:
+                    raise Refuse("'and' inside a number word beside a list")
+                out.append(_num_token(Fraction(value)))
+                i += used
+                continue
+            out.extend(_word(v, words, i, tight[i]))
+        i += 1
+    if len(out) > MAX_TOKENS:
+        raise Refuse("too many tokens")
+    return _dollars(out)
+
+
+def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
+    prev = words[i - 1] if i else ""
+    nxt = words[i + 1] if i + 1 < len(words) else ""
+    if w == "dollarsign":
+        return [Token("DOLLAR", "$")]
+    if w in lx.IDIOMS:
+        return [Token("IDIOM", str(lx.IDIOMS[w]))]
+    if w in lx.DENOM_ONE and w != "second":
+        return [Token("FRAC1", str(lx.DENOM_ONE[w]))]
+    if w in lx.DENOM_MANY and w != "seconds":
+        if w == "quarters":
+            return [Token("FRACN", "4"), ] if not prev[:1].isdigit() else [Token("UNIT", _unit(w))]
+        return [Token("FRACN", str(lx.DENOM_MANY[w]))]
+    if w in ("divby", "morethan", "lessthan", "dp", "sf", "sqrt", "cbrt", "root2", "root3", "point"):
+        return [Token(w.upper(), w)]
+    if w in lx.UNIT and w not in lx.WORDS and (len(w) > 1 or (prev[:1].isdigit() and not tight)):
+        return [Token("UNIT", _unit(w))]
+    if len(w) == 1 and w not in ("a", "i"):
+        if nxt == "(" and w in "fghpq":
+            return [Token("FUNC", w)]
+        if w == "x" and prev[:1].isdigit() and nxt[:1].isdigit():
+            return [Token("STAR", "x")]
+        return [Token("VAR", w)]
+    if w == "a" and (prev in ("*", "(", "+", "-", "=") or nxt in ("=", "+", "-", "*", "^", ")")
+                     or prev[:1].isdigit()):
+        return [Token("VAR", w)]
+    if w in lx.WORDS:
+        return [Token(lx.WORDS[w], w)]
+    if w in lx.FILLER:
+        return []
+    raise Refuse(f"unknown word {w!r}")
+
+
+def _unit(w: str) -> str:
+    dim, f = lx.UNIT[w]
+    return f"{dim}:{f}"
+
+
+def _dollars(toks: list[Token]) -> list[Token]:
+    """`$ 4.50` -> `4.50 dollars` (the unit after its number, as words write it)."""
+    out: list[Token] = []
+    i = 0
+    while i < len(toks):
+        if toks[i].type == "DOLLAR":
+            if i + 1 >= len(toks) or toks[i + 1].type != "NUM":
+                raise Refuse("a dollar sign without an amount")
+            out += [toks[i + 1], Token("UNIT", "money:1")]
+            i += 2
+            continue
+        out.append(toks[i])
+        i += 1
+    vars_ = {t.value for t in out if t.type == "VAR"}
+    if len(vars_) > 1:
+        raise Refuse("two unknowns")
+    return out

@@ -1,0 +1,358 @@
+"""What each grammar rule (reader_grammar) means: the parse forest, ambiguities included, becomes the SET
+of readings of a text. A reading is (tree, kind): tree from reader_tree's canonical constructors; kind is
+None (a number), "%" (a percent), "w" (a fraction in words), "d" (a fraction in digits), a unit
+("dim", factor) for an amount, or "eq"/"def"/"defs" for an equation or function definitions. A rule
+applied to operands it does not fit (a percent added to a number, metres plus grams) gives no reading;
+an ambiguity is the union of its alternatives' readings. Past MAX_READINGS readings at one node: Refuse."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+from lark import Token, Tree
+
+from galahad.flywheel.problems import reader_tree as rt
+from galahad.flywheel.problems.reader_lexer import Refuse
+
+MAX_READINGS = 16
+PLAIN = (None, "w", "d")
+ONE = rt.num(1)
+
+
+def _n(t: tuple) -> Fraction | None:
+    return t[2] if t[0] == "n" else None
+
+
+def _plain(*rs) -> bool:
+    return all(r[1] in PLAIN for r in rs)
+
+
+def _amount_op(a, b, plain_op, same_op) -> tuple | None:
+    """+/- of two readings: numbers, or amounts of one dimension (converted to the smaller unit)."""
+    if _plain(a, b):
+        return plain_op(a[0], b[0]), None
+    if a[1] in PLAIN or b[1] in PLAIN or "%" in (a[1], b[1]) or a[1][0] != b[1][0]:
+        return None
+    fa, fb = a[1][1], b[1][1]
+    f = min(fa, fb)
+    ta = a[0] if fa == f else rt.mul(a[0], rt.num(fa / f))
+    tb = b[0] if fb == f else rt.mul(b[0], rt.num(fb / f))
+    return same_op(ta, tb), (a[1][0], f)
+
+
+def _add(a, b):
+    return _amount_op(a, b, rt.add, rt.add)
+
+
+def _sub(a, b):
+    return _amount_op(a, b, rt.sub, rt.sub)
+
+
+def _mul(a, b):
+    if _plain(a, b):
+        return rt.mul(a[0], b[0]), None
+    if _plain(a) and b[1] != "%":
+        return rt.mul(a[0], b[0]), b[1]
+    if _plain(b) and a[1] != "%":
+        return rt.mul(a[0], b[0]), a[1]
+    return None
+
+
+def _div(a, b):
+    if _plain(a, b):
+        return rt.div(a[0], b[0]), None
+    if _plain(b) and a[1] != "%":
+        return rt.div(a[0], b[0]), a[1]
+    return None
+
+
+def _part(f, x):
+    """"f of x": a percent, a fraction in words or digits, of a number or an amount."""
+    if x[1] == "%" or f[1] not in ("%", "w", "d"):
+        return None
+    q = rt.value(f[0])
+    if q is None:
+        return None
+    return rt.part_of(q, x[0]), x[1]
+
+
+def _relative(a, b, sign):
+    """Increase/decrease a by b: a percent or a fraction in words is a part of a; a number is added."""
+    if b[1] in ("%", "w"):
+        p = _part(b, a)
+        return None if p is None else ((rt.add if sign > 0 else rt.sub)(a[0], p[0]), a[1])
+    if b[1] == "d":
+        return None  # "increase 60 by 1/3": writers read it both ways
+    return (_add if sign > 0 else _sub)(a, b)
+
+
+def _unary(f):
+    return lambda a: (f(a[0]), None) if _plain(a) else None
+
+
+def _whole(t) -> int | None:
+    v = rt.value(t)
+    return int(v) if v is not None and v.denominator == 1 else None
+
+
+def _remainder(a, b, *_):
+    x, y = _whole(a[0]), _whole(b[0])
+    if not _plain(a, b) or x is None or y is None or x < 0 or y <= 0:
+        return None
+    return rt.mod(a[0], b[0]), None
+
+
+def _difference(a, b):
+    va, vb = rt.value(a[0]), rt.value(b[0])
+    if va is None or vb is None or va < vb:
+        return None  # a - b or |a - b|: writers disagree when a < b
+    return _sub(a, b)
+
+
+def _quotient(a, b):
+    va, vb = rt.value(a[0]), rt.value(b[0])
+    if not _plain(a, b) or not vb or (va / vb).denominator != 1:
+        return None  # 15 or 15.5: only a whole quotient is read
+    return _div(a, b)
+
+
+def _cmp(a, b):
+    """How much more is a than b: a - b where a >= b."""
+    return _difference(a, b)
+
+
+def _convert(q, unit: Token):
+    if q[1] in PLAIN or q[1] == "%":
+        return None
+    dim, f = unit.value.split(":")
+    if dim != q[1][0]:
+        return None
+    return rt.mul(q[0], rt.num(q[1][1] / Fraction(f))), None
+
+
+def _round(x, unit):
+    v = rt.value(x[0])
+    if not _plain(x) or v is None or unit is None:
+        return None
+    q = v / unit
+    if q - (q.numerator // q.denominator) == Fraction(1, 2):
+        return None  # a tie: half up and half even disagree
+    return rt.round_to(x[0], unit), None
+
+
+def _sig_unit(x: tuple, n: int) -> Fraction | None:
+    v = rt.value(x)
+    if v is None or v == 0 or not 1 <= n <= 20:
+        return None
+    v, e = abs(v), 0
+    while Fraction(10) ** (e + 1) <= v:
+        e += 1
+    while Fraction(10) ** e > v:
+        e -= 1
+    return Fraction(10) ** (e - n + 1)
+
+
+def _items(*parts):
+    out = [p for p in parts if isinstance(p, tuple)]
+    return None if not _plain(*out) else (tuple(r[0] for r in out), "items")
+
+
+def _sum_items(items):
+    return rt.add(*items[0]), None
+
+
+def _mean(items):
+    return rt.mul(rt.add(*items[0]), rt.inv(rt.num(len(items[0])))), None
+
+
+def _pow(a, b):
+    return (rt.power(a[0], b[0]), None) if _plain(a, b) else None
+
+
+def _postfix(a, p: Tree):
+    w = p.children[0].type
+    op = {"SQUARED": lambda t: rt.power(t, rt.num(2)), "CUBED": lambda t: rt.power(t, rt.num(3)),
+          "DOUBLED": lambda t: rt.mul(rt.num(2), t), "TRIPLED": lambda t: rt.mul(rt.num(3), t),
+          "HALVED": lambda t: rt.div(t, rt.num(2))}[w]
+    if w in ("DOUBLED", "TRIPLED", "HALVED"):
+        return (op(a[0]), a[1]) if a[1] != "%" else None
+    return (op(a[0]), None) if _plain(a) else None
+
+
+def _wbin(a, op: Tree, b):
+    kind = op.children[0].type
+    f = {"PLUS": _add, "MINUS": _sub, "LESS": _sub, "TIMES": _mul, "DIVBY": _div, "OVER": _div}[kind]
+    return f(a, b)
+
+
+def _fw(n, d):
+    num_ = Fraction(n.value) if isinstance(n, Token) and n.type == "NUM" else Fraction(1)
+    if num_.denominator != 1:
+        return None
+    return rt.ratio(num_, Fraction(d.value)), "w"
+
+
+def _frac(a: Token, b: Token):
+    if Fraction(b.value) == 0:
+        return None
+    return rt.ratio(Fraction(a.value), Fraction(b.value)), "d"
+
+
+def _idiom(*ch):
+    count = [c for c in ch if isinstance(c, tuple)]
+    idiom = next(c for c in ch if isinstance(c, Token) and c.type == "IDIOM")
+    n = count[0][0] if count else ONE
+    return rt.mul(n, rt.num(Fraction(idiom.value))), None
+
+
+def _count(t: Token):
+    return (rt.num(Fraction(t.value)) if t.type == "NUM" else ONE), None
+
+
+def _amount(n: Token, u: Token):
+    dim, f = u.value.split(":")
+    return rt.num(Fraction(n.value)), (dim, Fraction(f))
+
+
+def _percent(p):
+    p = p if isinstance(p, tuple) else (rt.num(Fraction(p.value)), None)
+    v = rt.value(p[0])
+    return (rt.num(v / 100), "%") if v is not None else None
+
+
+def _pct_of(a, b):
+    """a is what percent of b: a / b * 100."""
+    return (rt.mul(a[0], rt.inv(b[0]), rt.num(100)), None) if _plain(a, b) else None
+
+
+# rule name -> meaning of its non-punctuation operands (tokens that are only words are dropped)
+M = {
+    "num": lambda t: (rt.num(Fraction(t.value)), None),
+    "frac": _frac, "add": _add, "sub": _sub, "mul": _mul, "div": _div, "pow": _pow,
+    "neg": lambda a: (rt.neg(a[0]), None) if _plain(a) else None,
+    "floordiv": lambda a, b: (rt.floor_div(rt.div(a[0], b[0])), None) if _plain(a, b) else None,
+    "mod": _remainder, "remainder": _remainder,
+    "absolute": _unary(rt.absolute), "opposite": _unary(rt.opposite), "reciprocal": _unary(rt.inv),
+    "implicit": _mul, "var": lambda t: (rt.VAR, None),
+    "postfix": _postfix, "wbin": _wbin, "l2r": lambda x: x, "wl2r": _wbin,
+    "less_than": lambda a, b: _sub(b, a) if a[1] not in ("%", "w") else None,
+    "more_than": lambda a, b: _add(b, a) if a[1] not in ("%", "w") else None,
+    "rel_more": lambda a, b: _relative(b, a, 1), "rel_less": lambda a, b: _relative(b, a, -1),
+    "increase": lambda a, b: _relative(a, b, 1), "decrease": lambda a, b: _relative(a, b, -1),
+    "amount": _amount, "amount_more": lambda q, n, u: _add(q, _amount(n, u)),
+    "idiom": _idiom, "idiom_and": lambda *c: _add(_idiom(*c[:-1]), (rt.num(Fraction(c[-1].value)), None)),
+    "idiom_half": lambda *c: _add(_idiom(*c[:-2]), (rt.part_of(Fraction(1, 2), _idiom(*c[:-2])[0]), None))
+    if c[-1].value == "2" else None,
+    "half_idiom": lambda *c: (rt.part_of(Fraction(1, int(c[0].value)), rt.mul(ONE, rt.num(Fraction(c[-1].value)))),
+                              None),
+    "count": _count, "fw": _fw, "fw_one": lambda *c: _fw(None, c[-1]),
+    "mixed": lambda n, w: (rt.num(Fraction(n.value) + rt.value(w[0])), None),
+    "percent": _percent, "part_of": _part,
+    "sum": _sum_items, "product": lambda it: (rt.mul(*it[0]), None), "items": _items,
+    "difference": _difference, "quotient": _quotient, "mean": _mean,
+    "median": lambda it: (rt.median(it[0]), None),
+    "square": lambda a: _pow(a, (rt.num(2), None)), "cube": lambda a: _pow(a, (rt.num(3), None)),
+    "sqrt": lambda a: _pow(a, (rt.num(Fraction(1, 2)), None)),
+    "cbrt": lambda a: _pow(a, (rt.num(Fraction(1, 3)), None)),
+    "twice": lambda a: _mul((rt.num(2), None), a), "thrice": lambda a: _mul((rt.num(3), None), a),
+    "c_add": _add, "c_subtract_from": lambda a, b: _sub(b, a), "c_multiply": _mul, "c_divide": _div,
+    "c_divide_into": lambda a, b: _div(b, a), "c_halve": lambda a: _div(a, (rt.num(2), None)),
+    "convert": _convert, "convert_r": lambda u, q: _convert(q, u),
+    "round": lambda x, u: _round(x, u), "r_nearest": lambda n: Fraction(n.value),
+    "r_nearest_frac": lambda f: Fraction(1, int(f.value)), "r_whole": lambda *_: Fraction(1),
+    "r_sf": lambda n: (int(Fraction(n.value)), "sf"),
+    "r_dp": lambda n: Fraction(1, 10 ** int(Fraction(n.value))) if Fraction(n.value) < 20 else None,
+    "pct_of": _pct_of, "pct_of_r": lambda b, a: _pct_of(a, b),
+    "at_each": lambda n, q: _mul((rt.num(Fraction(n.value)), None), q),
+    "cmp_more": _cmp, "cmp_less": lambda a, b: _cmp(b, a),
+    "cmp_times": _quotient, "cmp_times_r": lambda b, a: _quotient(a, b),
+    "equation": lambda a, b: ((a[0], b[0]), "eq") if _plain(a, b) or a[1] == b[1] else None,
+    "call": lambda f, a: (("F", f"F{f.value}({a[0][1]})", f.value, a[0]), None) if _plain(a) else None,
+    "fdef": lambda f, _v, body: ((f.value, body[0]), "def") if _plain(body) else None,
+    "fdefs": lambda *ds: (tuple(d[0] for d in ds if isinstance(d, tuple)), "defs"),
+}
+_KEEP_TOKENS = {"NUM", "UNIT", "IDIOM", "FRAC1", "FRACN", "FUNC", "A", "VAR"}
+_WANT_TOKEN = {"num", "frac", "amount", "amount_more", "idiom", "idiom_and", "idiom_half", "half_idiom", "count",
+               "fw", "fw_one", "mixed", "percent", "r_nearest", "r_nearest_frac", "r_dp", "r_sf", "at_each",
+               "call", "fdef", "convert", "convert_r", "var"}
+
+
+def readings(tree) -> set:
+    """All readings of a parse forest (a lark tree with `_ambig` nodes)."""
+    if isinstance(tree, Token):
+        return tree
+    data = tree.data
+    kids = [readings(c) for c in tree.children]
+    if data == "_ambig":
+        out = set().union(*[k for k in kids if isinstance(k, set)])
+        if len(out) > MAX_READINGS:
+            raise Refuse("too many readings")
+        return out
+    if data in ("wadd", "wmul", "wop", "post"):
+        return tree if data != "wop" else tree.children[0]
+    if data == "implicit":
+        kids = [k if not isinstance(k, Token) else
+                {(rt.num(Fraction(k.value)), None)} if k.type == "NUM" else {(rt.VAR, None)} if k.type == "VAR"
+                else k for k in kids]
+    keep = data in _WANT_TOKEN
+    args = [k for k in kids if isinstance(k, (set, Tree)) or (keep and k.type in _KEEP_TOKENS)
+            or (data in ("convert", "convert_r") and k.type == "UNIT")]
+    if data in ("start", "ask", "equation_q", "functions_q", "rounding"):
+        return _top(data, args)
+    f = M.get(data)
+    if f is None:
+        if len(args) == 1 and isinstance(args[0], set):
+            return args[0]
+        raise Refuse(f"no meaning for {data}")
+    return _combine(f, args, data)
+
+
+def _combine(f, args, data) -> set:
+    pools = [a if isinstance(a, set) else [a] for a in args]
+    out = set()
+    for combo in itertools.product(*pools):
+        if data == "round":
+            combo = (combo[0], combo[1] if not (isinstance(combo[1], tuple) and combo[1][1] == "sf")
+                     else _sig_unit(combo[0][0], combo[1][0]))
+        got = f(*combo)
+        if got is not None:
+            out.add(got)
+    if len(out) > MAX_READINGS:
+        raise Refuse("too many readings")
+    return out
+
+
+def _top(data, args) -> set:
+    if data == "rounding":
+        raise Refuse("unreachable")
+    pools = [a for a in args if isinstance(a, set)]
+    out = set()
+    if data == "start" or data == "ask":
+        for p in pools:
+            out |= {(r, "ask") if data == "ask" else r for r in p}
+        return out
+    if data == "equation_q":
+        return {(r, "q") for p in pools for r in p if r[1] == "eq"}
+    defs_pool = [p for p in pools if any(r[1] == "defs" for r in p)]
+    call_pool = [p for p in pools if p not in defs_pool]
+    for d in (defs_pool[0] if defs_pool else ()):
+        for c in (call_pool[0] if call_pool else ()):
+            got = _resolve(c[0], dict(d[0]), 0)
+            if got is not None:
+                out.add(((got, None), "ask"))
+    return out
+
+
+def _resolve(t, defs, depth):
+    if depth > 8:
+        return None
+    if t[0] == "F":
+        if t[2] not in defs:
+            return None
+        arg = _resolve(t[3], defs, depth + 1)
+        return None if arg is None else rt.substitute(defs[t[2]], arg)
+    if t[0] in ("n", "v"):
+        return t
+    kids = [_resolve(a, defs, depth + 1) for a in rt.args(t)]
+    return None if None in kids else rt.rebuild(t[0], kids)
