@@ -48,7 +48,8 @@ def test_jsonl_round_trip_and_defaults(tmp_path):
     ("{not json", "not valid JSON"),
     ('["a list"]', "expected a JSON object"),
     (json.dumps({k: v for k, v in GOOD.items() if k != "answer"}), "missing field 'answer'"),
-    (json.dumps({k: v for k, v in GOOD.items() if k not in ("topic", "template")}), "give topic or template"),
+    (json.dumps({k: v for k, v in GOOD.items() if k != "problem"}), "missing field 'problem'"),
+    (json.dumps({"problem": "What is 2 + 2?", "answer": "4", "source": 7}), "'source' must be a string"),
     (json.dumps({**GOOD, "problem": 5}), "'problem' must be a string"),
     (json.dumps({**GOOD, "answer": " "}), "'answer' is empty"),
     (json.dumps({**GOOD, "colour": "red"}), "unknown field(s) colour"),
@@ -60,6 +61,33 @@ def test_a_malformed_line_is_named_and_nothing_is_loaded(tmp_path, bad, message)
         load_jsonl(path)
     assert f"{path}:3: " in str(err.value) and message in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_a_short_problem_file_needs_problem_and_answer_only(tmp_path, capsys):
+    """`{"problem", "answer"}` is enough: id = the text's hash, source = the file's name, template = the
+    text's shape (numbers masked: same template, new numbers), topic = the source; a given topic or template
+    fills the other; `problems check` reads it the same way."""
+    from galahad.flywheel.problems.check import findings
+    from galahad.flywheel.problems.records import problem_from_dict
+    from galahad.flywheel.problems.shapes import shape_hash
+
+    rows = [{"problem": "What is 7 + 5?", "answer": 12}, {"problem": "What is 8 + 1?", "answer": "9"},
+            {"problem": "How many legs does a spider have?", "answer": "8", "topic": "animals"}, {**GOOD, "id": "mine"}]
+    path = write(tmp_path / "short.jsonl", rows)
+    p = load_jsonl(path)
+    assert [x.id for x in p[:3]] == [problem_hash(r["problem"]) for r in rows[:3]] and p[3].id == "mine"
+    assert [x.source for x in p] == ["short.jsonl"] * 3 + ["mine"] and p[0].answer == "12"
+    assert p[0].template == p[1].template == f"shape:{shape_hash('What is 7 + 5?')[:12]}" and p[0].topic == "short.jsonl"
+    assert (p[2].topic, p[2].template) == ("animals", "animals") and (p[3].topic, p[3].template) == ("addition", "add/t0")
+    assert load_source(str(path)) == p
+    api = problem_from_dict({"problem": "What is 7 + 5?", "answer": "12"}, "problems[0]")
+    assert (api.id, api.source, api.topic) == (p[0].id, "api", "api")
+    assert findings(path.read_text().splitlines(), str(path)) == ([], [p[2]])  # one gold with no computed value
+    assert main(["problems", "check", str(path)]) == 0
+    assert "1 gold unchecked" in capsys.readouterr().out
+    twice = write(tmp_path / "twice.jsonl", [rows[0], {**rows[0], "answer": "13"}])
+    found, _ = findings(twice.read_text().splitlines(), str(twice))
+    assert found and f"{twice}:2: " in found[0] and "duplicate id" in found[0]  # the same text twice: one id
 
 
 def test_families_are_deterministic_distinct_and_correct():

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.golds import GoldCheck, check_gold, same_gold
-from galahad.flywheel.problems.records import Problem, numbered_lines, parse_line
+from galahad.flywheel.problems.records import Problem, numbered_lines, parse_line, source_of
 
 
 def gold_findings(problems: Sequence[Problem], places: Sequence[str],
@@ -71,7 +71,7 @@ def findings(lines: Iterable[str], name: str = "<input>") -> tuple[list[str], li
     seen: dict[str, str] = {}
     for _number, where, line in numbered_lines(lines, name):  # every line, a bad one a finding
         try:
-            p = parse_line(line, where)
+            p = parse_line(line, where, source_of(name))
         except GalahadError as exc:
             out.append(str(exc))
             continue

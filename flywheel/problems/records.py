@@ -1,8 +1,11 @@
 """Problems: the `Problem` record, its JSONL format with all-or-nothing validation, and seeded splits.
 
-A problem file is JSONL, one object per line with `id`, `problem`, `answer`, `source` and either
-`topic` or `template` (both is best; the missing one defaults to the other). A file with one bad line
-is refused whole, with the line number, so that a run never trains on half a set.
+A problem file is JSONL, one object per line with `problem` and `answer`; the rest defaults (`defaults`):
+`id` to the SHA-256 of the problem text (`problem_hash`: the catalog's id for it), `source` to the file's
+name (`api` for `POST /v1/problems`), `template` to the text's shape (numbers masked:
+`shape:<12 hex of shapes.shape_hash>`, so "same template, new numbers" holds) and `topic` to the source (one
+topic library per file). A given `topic` or `template` fills the other. A file with one bad line is refused
+whole, with the line number, so that a run never trains on half a set.
 
 Splits are by hash, not by shuffling a list, so they are stable: the same seed puts a problem on the
 same side whatever else is in the file and in whatever order.
@@ -19,11 +22,15 @@ from typing import TypeVar
 
 from galahad.flywheel.config import BUDGETS
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.problems.shapes import shape_hash
 from galahad.flywheel.safe_json import BadJSON
 from galahad.flywheel.safe_json import loads as safe_loads
 
 FIELDS = ("id", "problem", "answer", "topic", "template", "source")
+REQUIRED = ("problem", "answer")
+API_SOURCE = "api"  # the source of a problem given over HTTP without one
 MAX_TEXT = BUDGETS.max_text_chars  # one field's characters
+MAX_SOURCE = 200  # the catalog's `problems.source`
 T = TypeVar("T")
 
 
@@ -51,8 +58,31 @@ def problem_hash(text: str) -> str:
     return hashlib.sha256(" ".join(text.casefold().split()).encode("utf-8")).hexdigest()
 
 
-def problem_from_dict(obj: object, where: str = "problem") -> Problem:
-    """A validated `Problem`; GalahadError naming `where` and the first thing wrong otherwise."""
+def source_of(name: str) -> str:
+    """The default `source` of a problem file's lines: the file's name (its last path part)."""
+    return (Path(name).name or name)[:MAX_SOURCE]
+
+
+def defaults(values: dict, source: str) -> dict:
+    """`values` with what a short problem leaves out filled in (see the module docstring); only where
+    `problem` is a string (otherwise validation names what is wrong with it)."""
+    text, out = values.get("problem"), dict(values)
+    if "source" not in out:
+        out["source"] = source
+    if "topic" not in out and "template" in out:
+        out["topic"] = out["template"]
+    if "template" not in out and "topic" in out:
+        out["template"] = out["topic"]
+    if isinstance(text, str) and text.strip():
+        out.setdefault("id", problem_hash(text))
+        out.setdefault("template", f"shape:{shape_hash(text)[:12]}")
+        out.setdefault("topic", out["source"] if isinstance(out["source"], str) else source)
+    return out
+
+
+def problem_from_dict(obj: object, where: str = "problem", source: str = API_SOURCE) -> Problem:
+    """A validated `Problem` (`source`: the default for a line without one); GalahadError naming `where` and
+    the first thing wrong otherwise."""
     if not isinstance(obj, dict):
         raise GalahadError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     unknown = sorted(set(obj) - set(FIELDS))
@@ -61,14 +91,11 @@ def problem_from_dict(obj: object, where: str = "problem") -> Problem:
     values = dict(obj)
     if "answer" in values and isinstance(values["answer"], (int, float)) and not isinstance(values["answer"], bool):
         values["answer"] = str(values["answer"])  # `"answer": 72` is the obvious way to write an integer
-    if "topic" not in values and "template" in values:
-        values["topic"] = values["template"]
-    if "template" not in values and "topic" in values:
-        values["template"] = values["topic"]
-    for name in FIELDS:
+    for name in REQUIRED:
         if name not in values:
-            hint = " (give topic or template)" if name in ("topic", "template") else ""
-            raise GalahadError(f"{where}: missing field {name!r}{hint}")
+            raise GalahadError(f"{where}: missing field {name!r} (a problem needs at least problem and answer)")
+    values = defaults(values, source)
+    for name in (*REQUIRED, *(f for f in FIELDS if f not in REQUIRED)):  # defaults exist once `problem` is good
         value = values[name]
         if not isinstance(value, str):
             raise GalahadError(f"{where}: field {name!r} must be a string, got {type(value).__name__}")
@@ -120,9 +147,9 @@ def read_text_file(path: str | Path, read: Callable[[Iterable[str], str], T]) ->
         raise GalahadError(f"{path}: not UTF-8 text ({exc.reason})") from None
 
 
-def parse_line(line: str, where: str) -> Problem:
-    """One JSONL line as a validated `Problem`; GalahadError naming `where` otherwise."""
-    return problem_from_dict(json_line(line, where), where)
+def parse_line(line: str, where: str, source: str = API_SOURCE) -> Problem:
+    """One JSONL line as a validated `Problem` (`source`: its default); GalahadError naming `where` otherwise."""
+    return problem_from_dict(json_line(line, where), where, source)
 
 
 def parse_numbered(lines: Iterable[str], name: str = "<input>") -> list[tuple[Problem, str]]:
@@ -130,7 +157,7 @@ def parse_numbered(lines: Iterable[str], name: str = "<input>") -> list[tuple[Pr
     out: list[tuple[Problem, str]] = []
     seen: dict[str, int] = {}
     for number, where, obj in read_jsonl(lines, name):
-        problem = problem_from_dict(obj, where)
+        problem = problem_from_dict(obj, where, source_of(name))
         if problem.id in seen:
             raise GalahadError(f"{where}: duplicate id {problem.id!r} (first on line {seen[problem.id]})")
         seen[problem.id] = number
