@@ -14,23 +14,28 @@ from lark.lexer import Lexer
 
 GRAMMAR = r"""
 %declare NUM TSLASH PLUSS DASH STAR SLASH CARET LP RP COMMA EQ PCT SEP COLON BAR UNIT IDIOM FRAC1 FRACN
-%declare DIVBY MORETHAN LESSTHAN DP SF SQRT CBRT ROOT2 ROOT3 POINT FUNC VAR PLUS AND ADD ADDED SUM MINUS
-%declare SUBTRACT SUBTRACTED LESS DIFFERENCE TAKE AWAY FROM MORE TIMES MULTIPLY MULTIPLIED PRODUCT BY
-%declare DIVIDED DIVIDE OVER INTO QUOTIENT OF THAN TO POWER RAISED SQUARED CUBED SQUARE CUBE ROOT TWICE
-%declare DOUBLE DOUBLED TRIPLE TRIPLED HALVED HALVE PERCENT WHAT IS EQUALS A HOW MUCH MANY REMAINDER MOD
-%declare WHEN MEAN MEDIAN INCREASE INCREASED DECREASE DECREASED EXCEED CONVERT IF LET FOR NEGATIVE X AT
-%declare EACH COST LEFT HAVE REMOVE IT THERE QUARTER NEAREST ROUND ROUNDED WHOLE TENTHW HUNDREDTHW PLACES
-%declare DECIMALW OPPOSITE RECIPROCAL ABSOLUTE GO WORTH AS IN NUMBERW THEN GIVEN DOES
+%declare DIVBY MORETHAN LESSTHAN DP SF SQRT CBRT POINT FUNC VAR PLUS AND ADD ADDED SUM MINUS SUBTRACT
+%declare SUBTRACTED LESS DIFFERENCE TAKE AWAY FROM MORE TIMES MULTIPLY MULTIPLIED PRODUCT BY DIVIDED DIVIDE
+%declare OVER INTO QUOTIENT OF THAN TO POWER RAISED SQUARED CUBED SQUARE CUBE ROOT TWICE DOUBLE DOUBLED
+%declare TRIPLE TRIPLED HALVED HALVE PERCENT WHAT IS EQUALS A HOW MUCH MANY REMAINDER MOD WHEN MEAN MEDIAN
+%declare INCREASE INCREASED DECREASE DECREASED EXCEED CONVERT IF LET FOR NEGATIVE X AT EACH COST LEFT HAVE
+%declare REMOVE IT THERE QUARTER NEAREST ROUND ROUNDED WHOLE TENTHW HUNDREDTHW PLACES DECIMALW OPPOSITE
+%declare RECIPROCAL ABSOLUTE GO WORTH AS IN NUMBERW THEN GIVEN DOES BETWEEN RATIO FRACTIONW ASPERCENT OUT
+%declare CHANGE OFF ON TIP ITEMS SPLIT AMONG EVENLY LEAVES INTEGER SQRTSYM CBRTSYM SQRTP CBRTP WHICH OR
 
-start: SEP* _question SEP*
+start: (SEP | COLON)* _question SEP*
 _question: ask | equation_q | functions_q
 
 // ---- frames --------------------------------------------------------------------------------------------
 ask: _pre? expr _post?
    | expr IS WHAT
    | _pre? command _after?
-_pre: WHAT IS | WHAT IS OF | HOW MUCH IS | OF | WHAT | WHAT NUMBERW IS | IS
-_post: EQ | EQ SEP* WHAT | EQUALS | EQUALS WHAT | IS WHAT NUMBERW | EQ SEP* NUMBERW
+   | _pre? subst_q
+?subst_q: expr (AT | WHEN | FOR | IF) VAR (EQ | IS) sexpr -> at_value
+   | (IF | GIVEN | LET) VAR (EQ | IS) sexpr (SEP | COMMA)* _pre? expr _post? -> value_at
+_pre: (WHAT IS | WHAT IS OF | HOW MUCH IS | OF | WHAT | WHAT NUMBERW IS | IS | HOW MANY IS | WHAT IF
+    | WHAT WHEN | IF | WHAT IS LEFT WHEN | WHAT IS LEFT IF) COLON?
+_post: EQ | EQ SEP* WHAT | EQUALS | EQUALS WHAT | IS WHAT NUMBERW | EQ SEP* NUMBERW | EQ SEP | IS HOW MANY
 _after: SEP* WHAT IS LEFT | SEP* WHAT IS SUM
 
 // ---- word tier: read by precedence and left to right -----------------------------------------------------
@@ -44,14 +49,14 @@ wop: wadd | wmul
 ?wunit: sexpr | wunit post -> postfix
 !post: SQUARED | CUBED | DOUBLED | TRIPLED | HALVED
 ?rev: wprod LESSTHAN wprod -> less_than | wprod MORETHAN wprod -> more_than
-   | wprod ADDED TO wprod -> more_than | wprod SUBTRACTED FROM wprod -> less_than
+    | wprod ADDED TO wprod -> more_than | wprod SUBTRACTED FROM wprod -> less_than
 
 // ---- symbol tier: usual precedence ---------------------------------------------------------------------
 ?sexpr: ssum
 ?ssum: ssum PLUSS sprod -> add | ssum DASH sprod -> sub | sprod
 ?sprod: sprod STAR sneg -> mul | sprod (SLASH | TSLASH) sneg -> div | sprod SLASH SLASH sneg -> floordiv
-      | sprod PCT sneg -> mod | sprod LP expr RP -> mul | sneg
-?sneg: DASH sneg -> neg | NEGATIVE sneg -> neg | spow
+      | sprod PCT sneg -> mod | sprod MOD sneg -> mod | sprod LP expr RP -> mul | sneg
+?sneg: DASH sneg -> neg | NEGATIVE sneg -> neg | MINUS sneg -> neg | spow
 ?spow: sbase CARET sexp -> pow | satom | implicit
 ?sbase: satom | DASH satom -> neg
 ?sexp: satom | DASH satom -> neg
@@ -59,11 +64,12 @@ wop: wadd | wmul
       | frac
       | LP expr RP
       | BAR expr BAR -> absolute
-      | VAR -> var
+      | VAR -> var | A NUMBERW -> var | NUMBERW -> var | WHAT NUMBERW -> var
       | call
       | quantity
       | phrase
       | satom post -> postfix
+      | (SQRTP | SQRTSYM) satom -> sqrt | (CBRTP | CBRTSYM) satom -> cbrt
 frac: NUM TSLASH NUM
 implicit: (NUM | frac) factor
 ?factor: fbase | fbase CARET sexp -> pow
@@ -72,6 +78,8 @@ call: FUNC LP expr RP
 
 // ---- quantities: units, money, idioms, fractions and percents in words -----------------------------------
 ?quantity: NUM UNIT -> amount
+        | A UNIT -> amount
+        | NUM AND fraction_words UNIT -> amount_mixed
         | quantity NUM UNIT -> amount_more
         | quantity AND NUM UNIT -> amount_more
         | count? IDIOM -> idiom
@@ -81,27 +89,26 @@ call: FUNC LP expr RP
         | fraction_words
         | NUM AND fraction_words -> mixed
         | percent
-        | NUM MANY -> num
-count: NUM | A
+count: NUM | A | NUM AND fraction_words -> mixed
 fraction_words: A FRAC1 -> fw_one | NUM FRAC1 -> fw | NUM FRACN -> fw | FRAC1 -> fw_one
 percent: (NUM | frac) (PCT | PERCENT)
 
 // ---- phrases -------------------------------------------------------------------------------------------
 ?phrase: part OF of_arg -> part_of
       | SUM OF items -> sum | PRODUCT OF items -> product
-      | DIFFERENCE (OF | FROM) sexpr AND sexpr -> difference
-      | QUOTIENT OF sexpr AND sexpr -> quotient
+      | DIFFERENCE (OF | FROM | BETWEEN) sexpr AND sexpr -> difference
+      | QUOTIENT OF sexpr AND sexpr -> quotient | RATIO OF sexpr TO sexpr -> quotient
       | (MEAN OF | MEAN) items -> mean | MEDIAN OF items -> median
       | (SQUARE OF | SQUARE) of_arg -> square | (CUBE OF | CUBE) of_arg -> cube
-      | (SQRT | ROOT2) of_arg -> sqrt | (CBRT | ROOT3) of_arg -> cbrt
+      | SQRT of_arg -> sqrt | CBRT of_arg -> cbrt
       | TWICE of_arg -> twice | (DOUBLE | DOUBLE OF) of_arg -> twice | TRIPLE of_arg -> thrice
       | (OPPOSITE OF | NEGATIVE OF) of_arg -> opposite | RECIPROCAL OF of_arg -> reciprocal
       | ABSOLUTE OF of_arg -> absolute
-      | REMAINDER (WHEN | OF) sexpr IS? DIVBY sexpr -> remainder
-      | sexpr MOD sexpr -> remainder
+      | REMAINDER (WHEN | OF) sexpr IS? (DIVBY | SLASH | TSLASH) sexpr -> remainder
+      | sexpr DIVBY sexpr LEAVES WHAT REMAINDER -> remainder
 ?part: fraction_words | frac | percent
-?of_arg: satom | expr
-items: sexpr (COMMA sexpr)* COMMA? AND sexpr
+?of_arg: satom | expr | WHAT -> var
+items: sexpr (COMMA sexpr)* COMMA? AND sexpr | sexpr (COMMA sexpr)+
 
 // ---- commands ------------------------------------------------------------------------------------------
 ?command: ADD sexpr AND sexpr -> c_add | ADD sexpr TO sexpr -> c_add
@@ -110,40 +117,56 @@ items: sexpr (COMMA sexpr)* COMMA? AND sexpr
        | DIVIDE sexpr INTO sexpr -> c_divide_into
        | (DOUBLE | TWICE) sexpr -> twice | TRIPLE sexpr -> thrice | HALVE sexpr -> c_halve
        | SQUARE sexpr -> square | CUBE sexpr -> cube
-       | CONVERT quantity TO UNIT -> convert
+       | CONVERT sexpr (TO | IN | INTO) UNIT -> convert
        | ROUND sexpr TO rounding -> round | sexpr ROUNDED TO rounding -> round
        | sexpr TO rounding -> round
        | INCREASE sexpr BY sexpr -> increase | DECREASE sexpr BY sexpr -> decrease
-rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST WHOLE NUMBERW? -> r_whole
-        | NUM DP -> r_dp | NUM SF -> r_sf
+       | (SPLIT | DIVIDE) sexpr EVENLY? (AMONG | BETWEEN | BY) NUM ITEMS? -> c_divide
+       | command COMMA? (IN | TO) UNIT -> convert
+rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
+        | NEAREST (WHOLE NUMBERW? | INTEGER) -> r_whole | NUM DP -> r_dp | NUM SF -> r_sf
 
 // ---- relative change, conversions, comparisons -----------------------------------------------------------
 ?relative: sexpr INCREASED BY sexpr -> increase
         | sexpr (DECREASED BY | LESS) sexpr -> decrease
+        | sexpr PLUS sexpr -> pct_plus | sexpr MINUS sexpr -> pct_minus
         | sexpr MORETHAN sexpr -> rel_more | sexpr LESSTHAN sexpr -> rel_less
-        | quantity IN UNIT -> convert | quantity (IS | EQ) HOW MANY UNIT -> convert
-        | quantity EQ UNIT -> convert | quantity EQ HOW MANY UNIT -> convert
-        | HOW MANY UNIT (IS | IN | IS IN | IS THERE IN | EQ) quantity -> convert_r
-        | quantity TO UNIT -> convert
+        | percent OFF sexpr -> off | sexpr (OFF | LESS) percent -> off_r
+        | A? percent TIP (ON | OF) sexpr -> part_of | TIP OF percent ON sexpr -> part_of
+        | TIP ON sexpr AT percent -> tip_at
+        | sexpr (IN | TO | INTO) UNIT -> convert | sexpr (IS | EQ) HOW MANY UNIT -> convert
+        | sexpr EQ SEP* UNIT -> convert | sexpr EQ SEP* HOW MANY UNIT -> convert
+        | HOW MANY UNIT (IS | IN | IS IN | IS THERE IN | EQ | EQUALS | THERE IS IN) sexpr -> convert_r
+        | UNIT IN sexpr -> convert_r
         | WHAT PERCENT OF sexpr IS sexpr -> pct_of_r | sexpr IS WHAT PERCENT OF sexpr -> pct_of
         | WHAT PERCENT IS sexpr OF sexpr -> pct_of
-        | NUM AT quantity EACH -> at_each | NUM AT quantity -> at_each
+        | WHAT FRACTIONW OF sexpr IS sexpr -> frac_of_r | sexpr IS WHAT FRACTIONW OF sexpr -> frac_of
+        | expr ASPERCENT -> as_percent
+        | PERCENT CHANGE FROM sexpr TO sexpr -> pct_change
+        | PERCENT (INCREASE | INCREASED) FROM sexpr TO sexpr -> pct_up
+        | PERCENT (DECREASE | DECREASED) FROM sexpr TO sexpr -> pct_down
+        | NUM ITEMS? AT sexpr EACH? -> at_each | (SPLIT | DIVIDE) sexpr EVENLY? (AMONG | BETWEEN) NUM ITEMS? -> c_divide
+        | sexpr SPLIT EVENLY? (AMONG | BETWEEN | BY) NUM ITEMS? -> c_divide
 ?compare: HOW MUCH MORE IS sexpr THAN sexpr -> cmp_more | HOW MUCH LESS IS sexpr THAN sexpr -> cmp_less
-       | BY HOW MUCH DOES? sexpr EXCEED sexpr -> cmp_more | sexpr IS HOW MUCH MORE THAN sexpr -> cmp_more
-       | BY HOW MUCH IS sexpr MORE THAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESSTHAN sexpr -> cmp_less
+       | BY HOW MUCH DOES? sexpr EXCEED sexpr -> cmp_more | sexpr IS HOW MUCH MORETHAN sexpr -> cmp_more
+       | BY HOW MUCH IS sexpr MORETHAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESSTHAN sexpr -> cmp_less
+       | HOW MUCH LESSTHAN sexpr IS sexpr -> cmp_more | HOW MUCH MORETHAN sexpr IS sexpr -> cmp_less
        | sexpr IS HOW MANY TIMES (AS MORE AS)? sexpr -> cmp_times
        | HOW MANY TIMES (AS MORE AS)? sexpr IS sexpr -> cmp_times_r
+       | HOW MANY TIMES MORE IS sexpr THAN sexpr -> cmp_times | HOW MANY TIMES AS MORE IS sexpr AS sexpr -> cmp_times
+       | HOW MANY TIMES DOES sexpr GO INTO sexpr -> cmp_times_r
 
 // ---- equations and functions ---------------------------------------------------------------------------
 equation_q: _eq_pre? equation _eq_post?
-          | equation SEP+ WHAT IS VAR
-          | (IF | GIVEN) equation COMMA? (WHAT IS | THEN)? VAR (EQ | IS)?
-          | WHAT IS VAR (IF | WHEN) equation
-equation: expr EQ expr | expr EQUALS expr
+          | equation SEP+ WHAT IS (VAR | NUMBERW | IT)
+          | equation COMMA WHAT IS (VAR | NUMBERW | IT)
+          | (IF | GIVEN) equation COMMA? (WHAT IS | THEN)? (VAR | NUMBERW | IT) (EQ | IS)?
+          | WHAT IS VAR (IF | WHEN) equation | VAR (IF | WHEN) equation
+equation: expr EQ expr | expr EQUALS expr | expr IS expr
 _eq_pre: FOR VAR COLON? | COLON | VAR COLON
-_eq_post: FOR VAR | COMMA VAR EQ
+_eq_post: FOR VAR | COMMA VAR EQ | COMMA (WHAT IS)? (NUMBERW | IT)
 
-functions_q: (LET | IF | GIVEN)? fdefs (SEP | COMMA)+ _pre? call _post?
+functions_q: (LET | IF | GIVEN)? fdefs (SEP | COMMA | THEN)+ _pre? call _post?
            | _pre? call (IF | WHEN | GIVEN) fdefs
 fdefs: fdef (AND fdef | COMMA fdef)*
 fdef: FUNC LP VAR RP EQ expr

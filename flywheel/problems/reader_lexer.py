@@ -25,7 +25,8 @@ class Refuse(Exception):
 
 
 _GLYPHS = {"\u00d7": " * ", "\u22c5": " * ", "\u00b7": " * ", "\u2217": " * ", "\u00f7": " \u00f7 ",
-           "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u00b2": "^2", "\u00b3": "^3", "\u221a": " sqrt ",
+           "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u00b2": "^2", "\u00b3": "^3", "\u221a": " sqrtsym ",
+           "\u221b": " cbrtsym ", "\u00a2": " cents",
            "\u2019": "'", "\u201c": "", "\u201d": "", "**": "^", "\u2260": " != ", "\u00a0": " ",
            "\\times": " * ", "\\cdot": " * ", "\\div": " \u00f7 ", "\\left": "", "\\right": "", "\\,": "",
            "\\%": "%", "\\$": "$", "\\;": " ", "\\!": "", "\\ ": " "}
@@ -33,7 +34,10 @@ _VULGAR = {"\u00bd": "1/2", "\u2153": "1/3", "\u2154": "2/3", "\u00bc": "1/4", "
            "\u2156": "2/5", "\u2157": "3/5", "\u2158": "4/5", "\u2159": "1/6", "\u215a": "5/6", "\u215b": "1/8",
            "\u215c": "3/8", "\u215d": "5/8", "\u215e": "7/8"}
 _FRAC = re.compile(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
+_FRAC_INT = re.compile(r"\\[dt]?frac\s*(?:\{\s*(\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))")
+_MATH = re.compile(r"\$([^$]*)\$(?!\s*\d)")
 _SQRT = re.compile(r"\\sqrt\s*(?:\[\s*(\d+)\s*\])?\s*\{([^{}]*)\}")
+_ROOTS = {"2": "sqrt", "3": "cbrt"}
 _PRE = re.compile(r"^\s*(?:q|question|quick question|problem)\s*:\s*")
 _POST = re.compile(r"\s*\ba\s*:\s*$")
 _TOKEN = re.compile(r"""
@@ -49,10 +53,14 @@ _SYMS = {"+": "PLUSS", "-": "DASH", "*": "STAR", "/": "SLASH", "\u00f7": "SLASH"
 _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\bas an? (?:simplified |common |proper |improper )?(?:fraction|decimal|whole number|number)\b", " "),
     (r"\bin (?:its )?(?:simplest|lowest) (?:form|terms)\b", " "), (r"\bwhat'?s\b", "what is"),
-    (r"\b(\d+)\s*(?:to the)\s*(\d+)(?:st|nd|rd|th)\b", r"\1 ^ \2"), (r"\bto the (?:power of|power)\b", " ^ "),
+    (r"\b(\d+)\s*(?:to the)\s*(\d+)(?:st|nd|rd|th)\b", r"\1 ^ \2"), (r"\bout of\b", " divby "), (r"\bto the (?:power of|power)\b", " ^ "),
     (r"\braised to(?: the power of| the power)?\b", " ^ "), (r"\bmultiplied by\b", " * "),
     (r"\bdivided by\b", " divby "), (r"\bsquare root of\b", " sqrt "), (r"\bcube root of\b", " cbrt "),
     (r"\bmore than\b", " morethan "), (r"\bless than\b", " lessthan "), (r"\bfewer than\b", " lessthan "),
+    (r"\bsqrt\s*(?=\()", " sqrtp "), (r"\bcbrt\s*(?=\()", " cbrtp "),
+    (r"\b(?:as|in|into) an? (?:percent|percentage)\b", " aspercent "),
+    (r"\b(?:to the|the) (negative )?(second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th)) power\b",
+     lambda m: f" ^ {'-' if m.group(1) else ''}{lx.ORDINAL.get(m.group(2)) or m.group(2)[:-2]} "),
     (r"\bd\.p\.?|\bdp\b", " dp "), (r"\bs\.f\.?|\bsig\.? figs?\b|\bsignificant figures?\b", " sf "),
     (r"\bdecimal places?\b", " dp "), (r"\btake away\b", " minus "),
 ]]
@@ -64,10 +72,13 @@ def normalize(text: str) -> str:
         raise Refuse("control character")
     t = text.lower().replace("$$", " ").replace("\\(", " ").replace("\\)", " ")
     t = re.sub(r"\\\[|\\\]", " ", t)
-    t = re.sub(r"(\d)\s*\\[dt]?frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}", r"\1 \2/\3", t)
+    t = _MATH.sub(lambda m: f" {m.group(1)} " if re.search(r"[\\^{]", m.group(1)) else m.group(), t)
+    t = re.sub(r"\\text\s*\{([^{}]*)\}", r" \1 ", t)
+    t = _FRAC_INT.sub(lambda m: f" {m.group(1) or m.group(2)}/{m.group(3) or m.group(4)} ", t)
+    t = re.sub(r"(\d) +(\d+/\d+)", r"\1 \2", t)
     for _ in range(4):
         t = _FRAC.sub(r"((\1)/(\2))", t)
-        t = _SQRT.sub(lambda m: f" root{m.group(1) or 2} ({m.group(2)}) ", t)
+        t = _SQRT.sub(lambda m: f" {_ROOTS.get(m.group(1) or '2', 'unknownroot')}p ({m.group(2)}) ", t)
     for k, v in _GLYPHS.items():
         t = t.replace(k, v)
     for k, v in _VULGAR.items():
@@ -93,9 +104,12 @@ def _digits(s: str) -> Fraction:
     return Fraction(s.replace(",", ""))
 
 
-def _number_words(words: list[str], i: int) -> tuple[int, int] | None:
-    """The longest run of integer number words at i ("three hundred and five"): (value, words used)."""
+def _number_words(words: list[str], i: int) -> tuple[Fraction, int] | None:
+    """The longest run of number words at i ("three hundred and five", "a thousand", "zero point seven
+    five"): (value, words used), or None."""
     j, run = i, []
+    if words[i] == "a" and i + 1 < len(words) and words[i + 1] in lx.SCALES:
+        run, j = ["one"], i + 1
     while j < len(words):
         w = words[j]
         if w in lx.SMALL or w in lx.SCALES:
@@ -108,9 +122,18 @@ def _number_words(words: list[str], i: int) -> tuple[int, int] | None:
     if not run or run[-1] == "and":
         return None
     try:
-        return int(text2num(" ".join(run), "en")), len(run)
+        value = Fraction(int(text2num(" ".join(run), "en")))
     except ValueError as e:
         raise Refuse(str(e)) from None
+    if j < len(words) and words[j] == "point":
+        digits = []
+        while j + 1 + len(digits) < len(words) and lx.SMALL.get(words[j + 1 + len(digits)], 10) < 10:
+            digits.append(str(lx.SMALL[words[j + 1 + len(digits)]]))
+        if not digits or run[-1] in lx.SCALES:
+            raise Refuse("a decimal in words")
+        value += Fraction(int("".join(digits)), 10 ** len(digits))
+        j += 1 + len(digits)
+    return value, j - i
 
 
 def tokens(text: str) -> list[Token]:
@@ -144,7 +167,10 @@ def tokens(text: str) -> list[Token]:
             if len(v.replace(",", "").replace(".", "")) > MAX_DIGITS:
                 raise Refuse("literal too long")
             out.append(_num_token(_digits(v)))
-            if nxt == "/" and i + 2 < len(raw) and raw[i + 2][0] == "num" and tight[i + 1] and tight[i + 2]:
+            chain = (i >= 1 and words[i - 1] == "/" and tight[i]) or (
+                i + 3 < len(raw) and words[i + 3] == "/" and tight[i + 3])
+            if (nxt == "/" and i + 2 < len(raw) and raw[i + 2][0] == "num" and tight[i + 1] and tight[i + 2]
+                    and not chain):
                 out.append(Token("TSLASH", "/"))
                 i += 1
         elif kind == "sym":
@@ -159,7 +185,7 @@ def tokens(text: str) -> list[Token]:
                 value, used = got
                 if "and" in words[i:i + used] and and_count > 1:
                     raise Refuse("'and' inside a number word beside a list")
-                out.append(_num_token(Fraction(value)))
+                out.append(_num_token(value))
                 i += used
                 continue
             out.extend(_word(v, words, i, tight[i]))

@@ -32,7 +32,9 @@ DENOM_ONE = _ORD
 DENOM_MANY = {("halves" if w == "half" else w + "s"): d for w, d in _ORD.items()}
 
 # idiomatic quantities: a count of them is count * size
-IDIOMS = {"dozen": 12, "score": 20, "gross": 144, "pair": 2, "couple": 2}
+IDIOMS = {"dozen": 12, "dozens": 12, "score": 20, "scores": 20, "gross": 144, "pair": 2, "pairs": 2, "couple": 2}
+ORDINAL = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9,
+           "tenth": 10}
 
 # exact unit factors to a base unit per dimension (length: metre, mass: gram, volume: litre, time: second)
 _U = {
@@ -46,7 +48,10 @@ _U = {
              ("kg", "kilogram", "kilograms"): F(1000), ("oz", "ounce", "ounces"): F(28349523125, 10**9),
              ("lb", "lbs", "pound", "pounds"): F(45359237, 10**5)},
     "volume": {("ml", "milliliter", "milliliters", "millilitre", "millilitres"): F(1, 1000),
-               ("l", "liter", "liters", "litre", "litres"): F(1)},
+               ("l", "liter", "liters", "litre", "litres"): F(1),
+               ("gallon", "gallons", "gal"): F(3785411784, 10**9), ("quart", "quarts", "qt"): F(3785411784, 4 * 10**9),
+               ("pint", "pints", "pt"): F(3785411784, 8 * 10**9), ("cup", "cups"): F(3785411784, 16 * 10**9)},
+    "calendar": {("month", "months"): F(1), ("year", "years"): F(12), ("decade", "decades"): F(120)},
     "time": {("s", "sec", "secs", "second", "seconds"): F(1), ("min", "mins", "minute", "minutes"): F(60),
              ("h", "hr", "hrs", "hour", "hours"): F(3600), ("day", "days"): F(86400),
              ("week", "weeks"): F(604800)},
@@ -81,5 +86,11 @@ WORDS = {
     "place": "PLACES", "decimal": "DECIMALW", "opposite": "OPPOSITE", "reciprocal": "RECIPROCAL",
     "absolute": "ABSOLUTE", "go": "GO", "goes": "GO", "worth": "WORTH", "as": "AS", "in": "IN", "does": "DOES",
     "given": "GIVEN", "suppose": "GIVEN", "number": "NUMBERW", "then": "THEN", "gives": "EQUALS",
-    "makes": "EQUALS",
+    "makes": "EQUALS", "make": "EQUALS", "between": "BETWEEN", "ratio": "RATIO", "big": "MORE", "large": "MORE",
+    "fraction": "FRACTIONW", "aspercent": "ASPERCENT", "out": "OUT", "change": "CHANGE", "off": "OFF",
+    "on": "ON", "tip": "TIP", "tax": "TIP", "discount": "TIP", "items": "ITEMS", "things": "ITEMS",
+    "people": "ITEMS", "apiece": "EACH", "split": "SPLIT", "shared": "SPLIT", "share": "SPLIT",
+    "among": "AMONG", "evenly": "EVENLY", "equally": "EVENLY", "leaves": "LEAVES", "integer": "INTEGER",
+    "sqrtsym": "SQRTSYM", "cbrtsym": "CBRTSYM", "sqrtp": "SQRTP", "cbrtp": "CBRTP", "which": "WHICH",
+    "or": "OR",
 }

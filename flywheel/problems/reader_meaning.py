@@ -96,6 +96,12 @@ def _whole(t) -> int | None:
     return int(v) if v is not None and v.denominator == 1 else None
 
 
+def _subst(e, x):
+    if not _plain(e, x) or rt.has_var(x[0]) or not rt.has_var(e[0]):
+        return None
+    return rt.substitute(e[0], x[0]), None
+
+
 def _remainder(a, b, *_):
     x, y = _whole(a[0]), _whole(b[0])
     if not _plain(a, b) or x is None or y is None or x < 0 or y <= 0:
@@ -212,13 +218,26 @@ def _count(t: Token):
 
 def _amount(n: Token, u: Token):
     dim, f = u.value.split(":")
-    return rt.num(Fraction(n.value)), (dim, Fraction(f))
+    return rt.num(Fraction(n.value) if n.type == "NUM" else 1), (dim, Fraction(f))
 
 
 def _percent(p):
     p = p if isinstance(p, tuple) else (rt.num(Fraction(p.value)), None)
     v = rt.value(p[0])
     return (rt.num(v / 100), "%") if v is not None else None
+
+
+ONE_T = Token("NUM", "1")
+
+
+def _pct_change(a, b, direction):
+    """Percent change from a to b: (b - a) / a * 100; an increase needs b >= a, a decrease a >= b (then
+    (a - b) / a * 100)."""
+    va, vb = rt.value(a[0]), rt.value(b[0])
+    if not _plain(a, b) or va is None or vb is None or va <= 0 or direction * (vb - va) < 0:
+        return None
+    d = rt.sub(a[0], b[0]) if direction < 0 else rt.sub(b[0], a[0])
+    return rt.mul(d, rt.inv(a[0]), rt.num(100)), None
 
 
 def _pct_of(a, b):
@@ -234,7 +253,7 @@ M = {
     "floordiv": lambda a, b: (rt.floor_div(rt.div(a[0], b[0])), None) if _plain(a, b) else None,
     "mod": _remainder, "remainder": _remainder,
     "absolute": _unary(rt.absolute), "opposite": _unary(rt.opposite), "reciprocal": _unary(rt.inv),
-    "implicit": _mul, "var": lambda t: (rt.VAR, None),
+    "implicit": _mul, "var": lambda *t: (rt.VAR, None),
     "postfix": _postfix, "wbin": _wbin, "l2r": lambda x: x, "wl2r": _wbin,
     "less_than": lambda a, b: _sub(b, a) if a[1] not in ("%", "w") else None,
     "more_than": lambda a, b: _add(b, a) if a[1] not in ("%", "w") else None,
@@ -248,7 +267,16 @@ M = {
                               None),
     "count": _count, "fw": _fw, "fw_one": lambda *c: _fw(None, c[-1]),
     "mixed": lambda n, w: (rt.num(Fraction(n.value) + rt.value(w[0])), None),
-    "percent": _percent, "part_of": _part,
+    "percent": _percent, "part_of": lambda *c: _part(c[0], c[-1]),
+    "amount_mixed": lambda n, w, u: _mul((rt.num(Fraction(n.value) + rt.value(w[0])), None), _amount(ONE_T, u)),
+    "pct_plus": lambda a, b: _relative(a, b, 1) if b[1] == "%" else None,
+    "pct_minus": lambda a, b: _relative(a, b, -1) if b[1] == "%" else None,
+    "off": lambda p, a: _relative(a, p, -1), "off_r": lambda a, p: _relative(a, p, -1),
+    "tip_at": lambda a, p: _part(p, a),
+    "frac_of": lambda a, b: _div(a, b) if _plain(a, b) else None, "frac_of_r": lambda b, a: _div(a, b),
+    "as_percent": lambda a: (rt.mul(a[0], rt.num(100)), None) if _plain(a) else None,
+    "pct_change": lambda a, b: _pct_change(a, b, 0), "pct_up": lambda a, b: _pct_change(a, b, 1),
+    "pct_down": lambda a, b: _pct_change(a, b, -1),
     "sum": _sum_items, "product": lambda it: (rt.mul(*it[0]), None), "items": _items,
     "difference": _difference, "quotient": _quotient, "mean": _mean,
     "median": lambda it: (rt.median(it[0]), None),
@@ -256,7 +284,8 @@ M = {
     "sqrt": lambda a: _pow(a, (rt.num(Fraction(1, 2)), None)),
     "cbrt": lambda a: _pow(a, (rt.num(Fraction(1, 3)), None)),
     "twice": lambda a: _mul((rt.num(2), None), a), "thrice": lambda a: _mul((rt.num(3), None), a),
-    "c_add": _add, "c_subtract_from": lambda a, b: _sub(b, a), "c_multiply": _mul, "c_divide": _div,
+    "c_add": _add, "c_subtract_from": lambda a, b: _sub(b, a), "c_multiply": _mul,
+    "c_divide": lambda a, b: _div(a, b if isinstance(b, tuple) else (rt.num(Fraction(b.value)), None)),
     "c_divide_into": lambda a, b: _div(b, a), "c_halve": lambda a: _div(a, (rt.num(2), None)),
     "convert": _convert, "convert_r": lambda u, q: _convert(q, u),
     "round": lambda x, u: _round(x, u), "r_nearest": lambda n: Fraction(n.value),
@@ -265,6 +294,7 @@ M = {
     "r_dp": lambda n: Fraction(1, 10 ** int(Fraction(n.value))) if Fraction(n.value) < 20 else None,
     "pct_of": _pct_of, "pct_of_r": lambda b, a: _pct_of(a, b),
     "at_each": lambda n, q: _mul((rt.num(Fraction(n.value)), None), q),
+    "at_value": _subst, "value_at": lambda x, e: _subst(e, x),
     "cmp_more": _cmp, "cmp_less": lambda a, b: _cmp(b, a),
     "cmp_times": _quotient, "cmp_times_r": lambda b, a: _quotient(a, b),
     "equation": lambda a, b: ((a[0], b[0]), "eq") if _plain(a, b) or a[1] == b[1] else None,
@@ -275,7 +305,7 @@ M = {
 _KEEP_TOKENS = {"NUM", "UNIT", "IDIOM", "FRAC1", "FRACN", "FUNC", "A", "VAR"}
 _WANT_TOKEN = {"num", "frac", "amount", "amount_more", "idiom", "idiom_and", "idiom_half", "half_idiom", "count",
                "fw", "fw_one", "mixed", "percent", "r_nearest", "r_nearest_frac", "r_dp", "r_sf", "at_each",
-               "call", "fdef", "convert", "convert_r", "var"}
+               "call", "fdef", "convert", "convert_r", "var", "amount_mixed", "c_divide"}
 
 
 def readings(tree) -> set:
@@ -333,7 +363,13 @@ def _top(data, args) -> set:
             out |= {(r, "ask") if data == "ask" else r for r in p}
         return out
     if data == "equation_q":
-        return {(r, "q") for p in pools for r in p if r[1] == "eq"}
+        for r in (r for p in pools for r in p if r[1] == "eq"):
+            lhs, rhs = r[0]
+            if lhs == rt.VAR and not rt.has_var(rhs) or rhs == rt.VAR and not rt.has_var(lhs):
+                out.add(((rhs if lhs == rt.VAR else lhs, None), "ask"))  # "what number is 5 + 3": 5 + 3
+            elif rt.has_var(lhs) or rt.has_var(rhs):
+                out.add((r, "q"))
+        return out
     defs_pool = [p for p in pools if any(r[1] == "defs" for r in p)]
     call_pool = [p for p in pools if p not in defs_pool]
     for d in (defs_pool[0] if defs_pool else ()):
