@@ -13,6 +13,7 @@ from starlette.requests import Request
 
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.service import openai_protocol as protocol
+from galahad.flywheel.service.api import Choice, SolveResult
 from galahad.flywheel.service.answering import Decoding
 from galahad.flywheel.service.security import caller_identity
 
@@ -307,12 +308,12 @@ def test_protocol_parsing_and_bodies():
         assert all(v in (protocol.HONOURED, protocol.IGNORED) or isinstance(v, tuple) for v in table.values())
     for text in ("", "5", " 5", "x = 5 and y = 7 ", "a\n b"):
         assert "".join(protocol.pieces(text)) == text
-    choice = {"answer": "x = 5", "finish_reason": "length", "verified": None, "matches_gold": None,
-              "decode_tokens": 3, "logprobs": [{"token": "x", "logprob": -0.5, "top": [{"token": "x", "logprob": -0.5}]}]}
-    out = {"answer": "x = 5", "path": "hash", "verified": None, "matches_gold": None, "gold_source": None,
-           "matched_problem": "p", "grafted_artifacts": ["a"], "grafted_tokens": 10, "prompt_tokens": 14,
-           "decode_tokens": 3, "problem_id": "i", "queued": False, "model_fingerprint": "m" * 64,
-           "runtime_fingerprint": "r" * 64, "seconds": 0.5, "choices": [choice]}
+    choice = Choice(answer="x = 5", finish_reason="length", verified=None, matches_gold=None, decode_tokens=3,
+                    logprobs=[{"token": "x", "logprob": -0.5, "top": [{"token": "x", "logprob": -0.5}]}])
+    out = SolveResult(answer="x = 5", path="hash", verified=None, matches_gold=None, gold_source=None,
+                      matched_problem="p", grafted_artifacts=["a"], grafted_tokens=10, prompt_tokens=14,
+                      decode_tokens=3, problem_id="i", queued=False, model_fingerprint="m" * 64,
+                      runtime_fingerprint="r" * 64, seconds=0.5, finish_reason="length", choices=[choice])
     events = protocol.stream_events(protocol.Ask("chat", "q", None, True, True), out, "m", 1, "id")
     assert events[-1] == b"data: [DONE]\n\n" and all(e.startswith(b"data: ") for e in events)
     chunks = [json.loads(e[6:]) for e in events[:-1]]
@@ -325,8 +326,10 @@ def test_protocol_parsing_and_bodies():
     assert body["choices"][0]["logprobs"] == {"tokens": ["x"], "token_logprobs": [-0.5], "top_logprobs": [{"x": -0.5}],
                                               "text_offset": [0]}
     assert body["choices"][0]["finish_reason"] == "length"
-    assert [protocol.headers({**out, "verified": v})[protocol.VERIFIED_HEADER] for v in (True, False, None)] \
-        == ["true", "false", "unverified"]
+    assert [protocol.headers(out.model_copy(update={"verified": v}))[protocol.VERIFIED_HEADER]
+            for v in (True, False, None)] == ["true", "false", "unverified"]
+    ext = chunks[-2][protocol.EXTENSION]  # the galahad object: what /v1/solve renders, but the answer
+    assert ext == out.model_dump(exclude={"answer"}) and "reading" in ext and "answer" not in ext
     assert protocol.error_body(409, "conflict")["error"]["code"] == "gold_conflict"
     assert protocol.error_body(500, "boom")["error"]["type"] == "server_error"
 

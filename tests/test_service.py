@@ -165,8 +165,9 @@ def test_hostile_bodies_are_json_400s_never_500s(served):
 
 
 def test_golds_are_checked_not_trusted(served):
-    # a computable gold that disagrees is refused, naming both values; nothing is queued
-    _error(served.json("POST", "/v1/solve", {"problem": "What is 3 * 2?", "gold": "12"}), 400, "computed value 6")
+    # a computable gold that disagrees is refused, naming both values and what the key reader read; nothing queued
+    _error(served.json("POST", "/v1/solve", {"problem": "What is 3 * 2?", "gold": "12"}), 400,
+           "computed value 6, read as 2 × 3")
     _error(served.json("POST", "/v1/problems", [{"id": "p1", "problem": "What is 1 + 1?", "answer": "3",
                                                   "topic": "add1", "source": "me"}]), 400, "computed value 2")
     assert served.json("GET", f"/v1/problems/{problem_hash('What is 1 + 1?')}")[0] == 404
@@ -633,6 +634,9 @@ def test_an_exception_that_escapes_the_middleware_is_a_json_500():
 
     async def call():
         scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+        async def identify(self, request):
+            return service_app.ADMIN
+
                  "scheme": "http", "path": "/v1/no-such-route", "raw_path": b"/v1/no-such-route",
                  "query_string": b"", "root_path": "", "headers": [], "client": ("127.0.0.1", 1),
                  "server": ("127.0.0.1", 80)}

@@ -12,11 +12,11 @@ part sharing the catalog's engine:
 - `catalog.runtimes`  the readable facts behind runtime fingerprints (`runtimes.py`)
 - `catalog.recompiles` artifacts another runtime made and their rebuilt twins (`recompiles.py`)
 - `catalog.evictions` blobs deleted to fit a store budget, and their rebuilds (`evictions.py`)
-- `catalog.golds`     problems added with their golds checked atomically (`golds.py`)
+- `catalog.golds`     problems added with their golds checked atomically (`admission.py`)
 - `catalog.tenants`   the service's tenants: hashed tokens, quotas, usage per scope (`tenants.py`)
 - `catalog.scopes`    what one memory scope sees; promotion into shared (`scopes.py`)
 - `catalog.gates`     where the transfer and similar routes may answer, with the eval evidence (`gates.py`)
-- `catalog.activity`  verified problems and attempts over time, the latest verdicts (`activity.py`: `/ui`)
+- `catalog.activity`  verified problems and attempts over time, the latest verified problems (`activity.py`: `/ui`)
 
 The catalog itself keeps what spans them: `write()`, `insert_ignore`, `resolve` (an id prefix of either
 kind) and `stats`. Inserts are idempotent (ON CONFLICT DO NOTHING on content-derived keys): the same

@@ -105,8 +105,7 @@ def provenance(hit: dict) -> str | None:
 
 @dataclass
 class Step:
-    """One route a walk decoded: the route as decoded (capped), its decode, the seconds it took and whether
-    the memo gave it (no forward pass)."""
+    """One route a walk decoded: as decoded (capped), its decode, its seconds, and whether a memo gave it."""
 
     route: Route
     decoded: Recalled
@@ -124,16 +123,13 @@ class Decodes:
         self.steps: list[Step] = []
 
     def __call__(self, route: Route) -> Recalled:
-        if self.cap is not None and self.cap < route.max_tokens:
-            route = replace(route, max_tokens=self.cap)
+        route = replace(route, max_tokens=min(route.max_tokens, self.cap or route.max_tokens))
         t0 = time.perf_counter()
-        r = self.memo.get(route) if self.memo is not None else None
-        hit = r is not None
-        if r is None:
-            r = self.solver.decode(route)
-            if self.memo is not None:
-                self.memo.put(route, r)
-        self.steps.append(Step(route, r, time.perf_counter() - t0, hit))
+        kept = self.memo.get(route) if self.memo is not None else None
+        r = kept or self.solver.decode(route)
+        if kept is None and self.memo is not None:
+            self.memo.put(route, r)
+        self.steps.append(Step(route, r, time.perf_counter() - t0, kept is not None))
         return r
 
 

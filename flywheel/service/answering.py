@@ -1,25 +1,21 @@
-"""What an answering replica does, without HTTP: solve through `Solver.solve`, queue problems for the learner,
-and read the catalog and the store. Plain class; the FastAPI routes (`app.py`) only translate.
+"""What an answering replica does, without HTTP: solve, queue problems for the learner, read the catalog and
+the store. Plain class; the FastAPI routes (`app.py`) only translate.
 
-The engine answers one request at a time (its deterministic runtime pins process-wide torch settings), so
-`solve` holds a lock around the forward passes; catalog reads never wait for it. A recall this replica already
-decoded (hash, key) is read from its memo (`recall_memo.py`: the same bytes, no forward pass); each solve adds
-its stages to the request's `Server-Timing` (`timing.py`). Input is checked before
-any forward: text sizes, NUL characters and lone surrogates (400), and a prompt longer than the request
-budget (`ServiceConfig.max_prompt_tokens`) or the model's context window (413). Problems reach the learner
-only through `app.intake.admit`: golds checked against computable values, conflicting golds refused (409),
-each gold recorded with who gave it (`api:<caller>:<source>`). `verified` is memory's word alone (the
-catalog's verified answer to this same problem), or the check of the answer against the text's computed
-value where it has one (`Solver.check_computed`: True or False, never None; a wrong answer's `reason` names
-the value); a caller's gold only ever sets `matches_gold`. The service learns from use: a text with a
-computed value that memory did not answer as verified is queued for the learner with that value as its
-gold (`gold_source: computed`; `queued: true`).
+`solve` reads top to bottom: validate (text sizes, NUL characters, lone surrogates: 400; a gold against the
+computed value; a prompt over `ServiceConfig.max_prompt_tokens` or the context window: 413, before any
+forward), walk (`Solver.solve`, under the engine lock: its deterministic runtime pins process-wide torch
+settings; a recall already decoded is read from the memo, `recall_memo.py`), choices, verdict, learn, render
+(one `api.SolveResult`); each step adds its stage to the request's `Server-Timing` (`timing.py`). `verified`
+is memory's word (the catalog's verified answer to this same problem) or the verifier's check of the answer
+against the text's computed value (`Solver.check_computed`); a caller's gold only sets `matches_gold`.
+Problems reach the learner only through `app.intake.admit` (golds checked, conflicts refused: 409, each
+recorded with who gave it); a computable text memory did not verify is learned from use, its computed value
+its gold (`gold_source: computed`, `queued: true`).
 
 `Decoding` is how a caller asks the answer decoded (the OpenAI routes; `/v1/solve` asks the defaults): a
-cap on the tokens decoded (every route's decode, memory's and the base model's, stops there), `n` answers
-sampled from the context of the route the walk answered with (the engine's seeded sampler, seed + i),
-per-token log-probabilities (`scoring.py`) and stop strings. An answer whose decode ran out of tokens, or
-that a stop string cut, is never `verified: true` (it is not memory's whole answer).
+cap on every decode, `n` answers sampled from the answering route's context (seed + i), per-token
+log-probabilities (`scoring.py`) and stop strings. An answer that ran out of tokens, or that a stop string
+cut, is never `verified: true`.
 """
 
 from __future__ import annotations
@@ -44,6 +40,7 @@ from galahad.flywheel.problems.records import Problem, problem_from_dict
 from galahad.flywheel.service import timing
 from galahad.flywheel.service.api import Choice, SolveResult
 from galahad.flywheel.service.recall_memo import RecallMemo
+from galahad.flywheel.service.scoring import score
 from galahad.verifier.verifier import Verifier
 
 _ID = re.compile(r"[0-9a-f]{64}")  # matched whole (fullmatch): a trailing newline is no id
@@ -129,30 +126,11 @@ class Answering:
         self.lock = threading.Lock()
         self.memo = RecallMemo(self.config.recall_memo)  # recall decodes already computed (`recall_memo.py`)
 
-    # -- answering ---------------------------------------------------------------------------------
-
     @property
     def context_window(self) -> int:
         return int(self.engine.loaded.context_window)
 
-    def check_fits(self, problem: str, cap: int | None = None) -> int:
-        """Prompt tokens of the longest prompt the solver may build (the base model's few-shot prompt);
-        GalahadError before any forward when it and its decode budget (at most `cap`) overflow the context
-        window."""
-        n = len(self.engine.encode(render(problem, "few-shot"), bos=True))
-        budget = max(self.solver.base_max_tokens, self.solver.max_tokens)
-        budget = budget if cap is None else min(budget, cap)
-        if n > self.config.max_prompt_tokens:
-            raise TooLarge(f"the prompt is {n} tokens; this service prefills at most "
-                           f"{self.config.max_prompt_tokens} per request")
-        if n + budget > self.context_window:
-            raise TooLarge(f"the prompt is {n} tokens (+{budget} to decode); the model's context window is "
-                           f"{self.context_window}")
-        return n
-
     def solve(self, problem: object, gold: object = None, decoding: Decoding | None = None) -> SolveResult:
-        """validate -> walk and choices (under the engine lock) -> verdict -> queue -> render; each step adds
-        its stage to the request's Server-Timing (`timing.py`)."""
         t0 = time.perf_counter()
         how = decoding or Decoding()
         problem, gold = self.validate(problem, gold, how.max_tokens)
@@ -165,23 +143,29 @@ class Answering:
             choices = self.choices(step, ans, how, gold)
         t3 = time.perf_counter()
         timing.add("choices", t3 - t2)
-        known = self.verdict(problem, gold, ans)
-        queued = self.learn(problem, gold, ans, known)
+        queued = self.learn(problem, gold, ans, self.verdict(problem, gold, ans))
         timing.add("queue", time.perf_counter() - t3)
         timing.add("solve", time.perf_counter() - t0)
         return self.render(problem, ans, step, choices, queued, time.perf_counter() - t0)
 
     def validate(self, problem: object, gold: object, cap: int | None) -> tuple[str, str | None]:
-        """The texts (`_text`), a gold against the problem's computed value (refused, naming the value and
-        its reading: `golds.check_gold`), and the prompt against the context window (`check_fits`)."""
-        limit = self.config.max_problem_chars
-        problem = _text(problem, "problem", limit)
+        """The texts (`_text`), a gold against the problem's computed value (refused naming the value and
+        its reading: `golds.check_gold`), and the longest prompt the solver may build (the base model's
+        few-shot prompt) with its decode budget (at most `cap`) against the context window."""
+        problem = _text(problem, "problem", self.config.max_problem_chars)
         if gold is not None:
-            gold = _text(gold, "gold", limit)
+            gold = _text(gold, "gold", self.config.max_problem_chars)
             checked = check_gold(problem, gold)
             if checked.error:  # a gold that disagrees with the problem's computed value: refused, not learned
                 raise GalahadError(checked.error)
-        self.check_fits(problem, cap)
+        n = len(self.engine.encode(render(problem, "few-shot"), bos=True))
+        budget = min(max(self.solver.base_max_tokens, self.solver.max_tokens), cap or 1 << 30)
+        if n > self.config.max_prompt_tokens:
+            raise TooLarge(f"the prompt is {n} tokens; this service prefills at most "
+                           f"{self.config.max_prompt_tokens} per request")
+        if n + budget > self.context_window:
+            raise TooLarge(f"the prompt is {n} tokens (+{budget} to decode); the model's context window is "
+                           f"{self.context_window}")
         return problem, gold
 
     def walk(self, problem: str, how: Decoding) -> tuple[Answer, Step]:
@@ -276,8 +260,6 @@ class Answering:
         return out
 
     def _logprobs(self, route: Route, r: Recalled, how: Decoding) -> list[dict]:
-        from galahad.flywheel.service.scoring import score
-
         greedy = not how.sampled or how.temperature <= 0
         text = self.engine.tokenizer.decode
         return [{"token": text([s.token_id]), "logprob": s.logprob,

@@ -38,10 +38,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from galahad.flywheel.app.intake import GoldConflict
-from galahad.flywheel.config import DEFAULTS, ServiceConfig
+from galahad.flywheel.app.storage import engine_for
+from galahad.flywheel.artifacts.store import open_store
+from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.config import DEFAULTS, Paths, ServiceConfig
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.service import request as per_request
-from galahad.flywheel.service import timing
+from galahad.flywheel.service import security, timing
 from galahad.flywheel.service.answering import Answering, Decoding, NotFound, TooLarge
 from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResult, SubmitResponse
 from galahad.flywheel.service.binding import LOOPBACK, bind_replica_grpc_to
@@ -50,15 +53,7 @@ from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics
 from galahad.flywheel.service.openai_protocol import Invalid, code_of, error_body, is_openai_path
 from galahad.flywheel.service.openai_routes import OpenAIRoutes, router
 from galahad.flywheel.service.request import current_caller
-from galahad.flywheel.service.security import (
-    ADMIN,
-    OPEN_PATHS,
-    Caller,
-    authorized,
-    caller_identity,
-    identify,
-    is_loopback,
-)
+from galahad.flywheel.service.security import ADMIN, OPEN_PATHS, Caller, caller_identity, identify
 from galahad.flywheel.service.tenancy import OverQuota, RateLimiter, TenantAnswering, stats_of
 from galahad.flywheel.service.ui import UiRoutes, install, ui_router
 
@@ -100,17 +95,9 @@ def error(status: int, message: str, headers: dict | None = None, request: Reque
 
 
 def status_of(exc: GalahadError) -> int:
-    if isinstance(exc, GoldConflict):
-        return 409
-    if isinstance(exc, Busy):
-        return 503
-    if isinstance(exc, OverQuota):
-        return 429
-    if isinstance(exc, AdminOnly):
-        return 403
-    if isinstance(exc, Invalid):
-        return 422
-    return 404 if isinstance(exc, NotFound) else 413 if isinstance(exc, TooLarge) else 400
+    statuses = ((GoldConflict, 409), (Busy, 503), (OverQuota, 429), (AdminOnly, 403), (Invalid, 422), (NotFound, 404),
+                (TooLarge, 413))
+    return next((status for kind, status in statuses if isinstance(exc, kind)), 400)
 
 
 @app.exception_handler(GalahadError)
@@ -147,7 +134,7 @@ async def guard(request: Request, call_next):
     if replica is None:
         return error(503, "the replica is starting", request=request)
     _enough_threads(replica.config.max_ongoing_requests + THREAD_HEADROOM)
-    ctx.caller = await _identify(replica, request)
+    ctx.caller = await replica.identify(request)
     timing.add("identify", time.perf_counter() - t0)
     response = _refusal(replica, request, ctx.caller) or await _route(request, call_next)
     ctx.route = getattr(request.scope.get("route"), "path", ctx.route)
@@ -162,13 +149,6 @@ def _enough_threads(n: int) -> None:
     """A threadpool thread for every request Serve may send (this event loop's limiter; default 40)."""
     threads = anyio.to_thread.current_default_thread_limiter()
     threads.total_tokens = max(threads.total_tokens, n)
-
-
-async def _identify(replica: "GalahadApi", request: Request) -> Caller | None:
-    who = getattr(replica, "identify", None)  # a replica that keeps no tenants: the token rule alone
-    if who is not None:
-        return await who(request)
-    return ADMIN if authorized(request.url.path, request.headers.get("authorization"), replica.token) else None
 
 
 def _refusal(replica: "GalahadApi", request: Request, caller: Caller | None) -> JSONResponse | None:
@@ -225,13 +205,8 @@ class GalahadApi(OpenAIRoutes, UiRoutes):
 
     def __init__(self, model: str, data: str, catalog_url: str, store: str, token: str | None,
                  config: ServiceConfig, learner=None, ram_tier_bytes: int | None = None, kernel_mode: str = DEFAULTS.kernel_mode):
-        from galahad.flywheel.app.storage import engine_for
-        from galahad.flywheel.artifacts.store import open_store
-        from galahad.flywheel.catalog import Catalog
-        from galahad.flywheel.config import Paths
-
         # before Serve starts this replica's own gRPC server (after __init__): loopback, or this node's address
-        bind_replica_grpc_to(LOOPBACK if is_loopback(config.host) else ray.util.get_node_ip_address())
+        bind_replica_grpc_to(LOOPBACK if security.is_loopback(config.host) else ray.util.get_node_ip_address())
         self.config, self.token = config, token
         self.model_id, self.started = model, int(time.time())  # the model's name as `serve --model` gave it
         self.learner = learner  # the learner's supervisor (`learner.LearnerSupervisor`), None with --no-learn

@@ -1,6 +1,6 @@
 """OpenAI's protocol over Galahad's one answering path, without HTTP: requests in, problems and how to decode
 them out; answers in, `chat.completion` / `text_completion` bodies, their server-sent-event chunks, the
-response headers, the model list and OpenAI's error body out. Plain functions over dicts: the routes
+response headers, the model list and OpenAI's error body out. Plain functions (answers: `api.SolveResult`): the routes
 (`openai_routes.py`) only call them, and tests call them alone.
 
 A request names the served model and carries one problem: a chat's last `user` message (earlier messages and

@@ -1,11 +1,9 @@
-"""The one per-request context: who calls, the route, the answer path, and where the time went.
+"""The one per-request context: who calls, the route, the answer path, and where the time went (stages).
 
-`app.guard` calls `begin()` once per request; the route runs in a copy of the middleware's context, so the
-`Request` object itself is shared, not copied: what the route sets on it (the answer path, `Metrics.answer`;
-its stages, `timing.add`) the middleware reads after it (the latency's `path` label, the `Server-Timing`
-header), and `current_caller()` (the routes' view, `GalahadApi.view`) its `caller`. Outside a request (`current()` is None) nothing is
-recorded. Read through functions: Serve pickles the deployment class by value, and a function is pickled by
-reference where a ContextVar is not.
+`app.guard` calls `begin()` once per request. The route runs in a copy of the middleware's context, so the
+`Request` itself is shared: what the route sets on it (`Metrics.answer`: the path; `timing.add`: stages) the
+middleware reads after it, and `current_caller()` reads its caller. Functions, not the ContextVar, are the
+interface: Serve pickles the deployment class by value, and a function is pickled by reference.
 """
 
 from __future__ import annotations

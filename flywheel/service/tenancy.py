@@ -33,7 +33,7 @@ from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.memory.solver import Solver
 from galahad.flywheel.problems.records import problem_hash
 from galahad.flywheel.problems.scope_ids import SHARED, library_scope, scoped_id
-from galahad.flywheel.service.answering import Answering, NotFound, _id
+from galahad.flywheel.service.answering import Answering, NotFound, _id, _text
 from galahad.flywheel.service.api import SolveResult
 from galahad.flywheel.service.security import Caller
 
@@ -142,8 +142,6 @@ class TenantAnswering(Answering):
         return self.catalog.scopes.stats(self.scope)
 
     def find(self, text: object) -> list[dict[str, Any]]:
-        from galahad.flywheel.service.answering import _text
-
         text = _text(text, "text", self.config.max_problem_chars)
         keep = ("id", "text", "status", "topic", "template", "source", "external_id")
         return [{k: r.get(k) for k in keep} for r in self.catalog.scopes.find(self.scope, text, self.config.max_find)]

@@ -198,7 +198,7 @@ def page(d: dict[str, Any], signed_in: bool = False) -> str:
         ("Recall hits by path (this replica's answers; base: the model alone)", _bars_table(recall, ("path", "answers"))),
         ("Store bytes per tier", _bars_table(store, ("tier", "bytes")) + ram),
         ("Learner", _learner(d["learner"], f)),
-        ("Latest verifications", _latest(d["latest"])),
+        ("Latest verified problems", _latest(d["latest"])),
     ]
     if d["tenants"]:
         sections.append(("Tenants", _tenants(d["tenants"])))
