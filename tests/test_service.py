@@ -207,6 +207,10 @@ def test_submit_problems_all_or_nothing(served):
     assert [p["external_id"] for p in body["problems"]] == ["g1", "g2"]
     assert body["problems"][0]["id"] == problem_hash(good["problem"])
     assert all(p["status"] in ("pending", "claimed", "verified", "failed") for p in body["problems"])
+    short = {"problem": "What is 6 + 5?", "answer": 11}  # problem and answer are enough (id: the text's hash)
+    code, short_body = served.json("POST", "/v1/problems", [short])
+    (got,) = short_body["problems"]
+    assert code == 200 and got["id"] == got["external_id"] == problem_hash(short["problem"]), short_body
     code, status = served.json("GET", f"/v1/problems/{body['problems'][0]['id']}")
     assert code == 200 and status["text"] == good["problem"] and isinstance(status["attempts"], int)
 
