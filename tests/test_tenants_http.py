@@ -28,6 +28,7 @@ from galahad.flywheel.app.intake import admit
 from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.problems import canonical
 from galahad.flywheel.problems.records import Problem, problem_hash
+from galahad.flywheel.problems.scope_ids import scoped_id
 from galahad.workers.runtime import DEFAULT_RUNTIME
 
 pytestmark = pytest.mark.slow
@@ -347,9 +348,8 @@ def test_metrics_and_stats_per_tenant(world, model_cache):
 def test_run_learns_into_the_tenants_scope(tmp_path, model_cache):
     env, data = serve_env(model_cache), tmp_path / "data"
     problems = tmp_path / "p.jsonl"
-    problems.write_text("".join(json.dumps({"id": f"r{i}", "problem": f"What is {60 + i} + 1?", "answer": str(61 + i),
-                                            "topic": "t", "source": "t"})
-                                + "\n" for i in range(2)))
+    problems.write_text(json.dumps({"id": "r0", "problem": "What is 60 + 1?", "answer": "61", "topic": "t", "source": "t"})
+                        + "\n" + json.dumps({"problem": "What is 61 + 1?", "answer": "62"}) + "\n")  # a short line
 
     def galahad(*args):
         return subprocess.run([*GALAHAD, "--data", str(data), *args], env=env, capture_output=True, text=True,
@@ -365,3 +365,6 @@ def test_run_learns_into_the_tenants_scope(tmp_path, model_cache):
         mine = cat.scopes.ls("alice")
         assert sorted(r["text"] for r in mine) == ["What is 60 + 1?", "What is 61 + 1?"], mine
         assert cat.scopes.ls("shared") == [] and {r["scope"] for r in cat.scopes.by_scope()} == {"alice"}
+        short = cat.problems.get(scoped_id("What is 61 + 1?", "alice"))  # its defaults: docs/problems.md
+        assert (short["source"], short["external_id"], short["topic"]) == ("p.jsonl", problem_hash("What is 61 + 1?"),
+                                                                           "p.jsonl"), short
