@@ -32,11 +32,11 @@ FP = ("m0del" + "0" * 59, "runt" + "1" * 60)  # the fixtures' model and runtime 
 PROBLEMS = {"What is 2 + 3?": "5", "What is 7 * 6?": "42"}  # what each fixture learned (with a recall artifact)
 # fixture -> (format version, columns defaulted on import)
 FIXTURES = {
-    "v1-f182e85.galahad": (1, 6),  # 2026-12-01 18:31, before migration 0003 (no gold_source)
-    "v1-c9a616e.galahad": (1, 5),  # main at the end of 2026-12-01: the release the issue names
-    "v2-e7980d6.galahad": (2, 3),  # 2026-12-06, format 2 before migration 0006 (no scopes)
-    "v2-4bd2053.galahad": (2, 0),  # 2026-12-07, format 2 with scopes (the tables of format 3)
-}
+    "v1-f182e85.galahad": (1, 7),  # 2026-12-01 18:31, before migration 0003 (no gold_source)
+    "v1-c9a616e.galahad": (1, 6),  # main at the end of 2026-12-01: the release the issue names
+    "v2-e7980d6.galahad": (2, 4),  # 2026-12-06, format 2 before migration 0006 (no scopes)
+    "v2-4bd2053.galahad": (2, 1),  # 2026-12-07, format 2 with scopes (the tables of format 3); + provenance
+}  # each count includes attempts.provenance (format 4), defaulted to `sampled`
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
@@ -71,8 +71,8 @@ def test_cli_says_so_in_one_line(tmp_path, capsys):
             "--store", str(tmp_path / "s"), "import", str(DATA / "v1-c9a616e.galahad"), "--trust-unsigned"]
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == (f"bundle from an older catalog (galahad-bundle/1, this is {FORMAT}): 5 columns defaulted "
-                        "(artifacts.extra, artifacts.recompiled_from, artifacts.scope, libraries.scope, "
+    assert lines[0] == (f"bundle from an older catalog (galahad-bundle/1, this is {FORMAT}): 6 columns defaulted "
+                        "(artifacts.extra, artifacts.recompiled_from, artifacts.scope, attempts.provenance, libraries.scope, "
                         "problems.scope); its rows are in scope shared")
     assert lines[1].startswith("imported ") and len(lines) == 2
 

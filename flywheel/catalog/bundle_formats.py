@@ -9,7 +9,9 @@ naming both versions (it may carry columns this catalog cannot hold).
     1  artifacts and their provenance (2026-12-01; before migration 0003 without problems.gold_source)
     2  + recall rows, problem keys, runtime facts (`bundle_memory.py`) and migration 0004's artifact columns
        (2026-12-02); from 2026-12-06 (migration 0006) writers also put each row's scope, under the same name
-    3  scope on every problems, artifacts and libraries row (2026-12-07): the tables as they are now
+    3  scope on every problems, artifacts and libraries row (2026-12-07)
+    4  + attempts.provenance (migration 0009, 2026-12-07): `sampled`, or `gold` for a gold solution; an
+       older bundle's attempts are all `sampled`: the tables as they are now
 
 Scope: a bundle without scopes lands in `shared`, what migration 0006 gave every existing row. Only the
 admin imports (`galahad catalog import` on the data dir), and a problem's id outside `shared` is derived
@@ -32,7 +34,7 @@ class Added(NamedTuple):
     always_from: int  # the first format version whose writers always put it
 
 
-VERSION = 3
+VERSION = 4
 FORMAT = f"galahad-bundle/{VERSION}"
 ADDED = (
     Added("problems", "gold_source", None, "0003", 2),
@@ -41,6 +43,7 @@ ADDED = (
     Added("problems", "scope", "shared", "0006", 3),
     Added("artifacts", "scope", "shared", "0006", 3),
     Added("libraries", "scope", "shared", "0006", 3),
+    Added("attempts", "provenance", "sampled", "0009", 4),
 )
 _FORMAT = re.compile(r"galahad-bundle/([1-9][0-9]{0,5})")
 

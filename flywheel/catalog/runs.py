@@ -60,6 +60,7 @@ class Runs(Part):
     def add_attempt(
         self, problem_id: str, run_id: str | None, model_fingerprint: str, sampling: dict[str, Any],
         output_text: str, tokens: int, seconds: float, cpu_seconds: float, energy_joules: float | None = None,
+        provenance: str = "sampled",
     ) -> str:
         attempt_id = new_id()
         with self.write() as conn:
@@ -70,7 +71,7 @@ class Runs(Part):
                 id=attempt_id, problem_id=problem_id, run_id=run_id, model_fingerprint=model_fingerprint,
                 sampling=sampling, output_text=storable(output_text), tokens=int(tokens), seconds=float(seconds),
                 cpu_seconds=float(cpu_seconds), energy_joules=None if energy_joules is None else float(energy_joules),
-                created_at=now(),
+                created_at=now(), provenance=provenance,
             ))
         return attempt_id
 

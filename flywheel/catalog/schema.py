@@ -96,7 +96,7 @@ class RunRow(Base):
 
 
 class AttemptRow(Base):
-    """One sampled solution: which model, which sampling, what it cost."""
+    """One solution: which model, which sampling, what it cost, and whether the model wrote it (`provenance`)."""
 
     __tablename__ = "attempts"
 
@@ -111,6 +111,9 @@ class AttemptRow(Base):
     cpu_seconds: Mapped[float] = mapped_column(Float)
     energy_joules: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(DateTime)
+    # Migration 0009: `sampled` (the model wrote it) or `gold` (a trusted gold written as the answer when no
+    # sample verified, `learn/gold_solutions.py`).
+    provenance: Mapped[str] = mapped_column(String(16), default="sampled", server_default="sampled")
 
 
 class VerificationRow(Base):
