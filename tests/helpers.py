@@ -7,6 +7,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from galahad.flywheel.artifacts.store import atomic_write
+from galahad.flywheel.catalog import problem_hash
+from galahad.flywheel.memory.library_names import candidate_libraries
+from galahad.flywheel.memory.policy import RetrievalPolicy
+from galahad.flywheel.memory.solver import Answer, Route, Solver, provenance
 from galahad.flywheel.problems.records import Problem
 
 
@@ -14,6 +18,23 @@ def match_key(solver, text: str) -> dict | None:
     """The verified problem with `text`'s canonical key (a `Solver`'s `key` match), or None."""
     hits = solver.lookup(text, shape=False)["key"]
     return hits[0] if hits else None
+
+
+def recurrence(solver: Solver, text: str) -> Answer | None:
+    """The `hash` path alone: the problem's recall artifact, its own question asked again."""
+    hit = solver.catalog.recalls.get(problem_hash(text), solver.fingerprints)
+    if not hit:
+        return None
+    return solver.answer_route(Route("hash", hit["artifact_id"], hit["text"], "query", solver.max_tokens,
+                                     hit["answer"], hit["id"], provenance(hit)))
+
+
+def transfer(solver: Solver, text: str, template: str, topic: str) -> Answer | None:
+    """The `transfer` path alone: the chain of `template`'s (or `topic`'s) library grafted, `text` asked."""
+    policy = RetrievalPolicy()
+    chain = solver.transfer_chain(candidate_libraries(policy, template, topic), policy)
+    return solver.answer_route(Route("transfer", chain[1], text, "query", solver.max_tokens,
+                                     library=chain[0])) if chain else None
 
 
 def worker_pids(verifier) -> list[int]:

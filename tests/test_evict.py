@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import recurrence
 from local_depositor import LocalDepositor
 
 from galahad.flywheel.artifacts.store import LocalStore
@@ -65,7 +66,7 @@ def test_an_evicted_artifact_is_rebuilt_byte_identical(tmp_path, model_cache):
                         cat.runs.add_verification(att, "v1", True, "ok"))
         blobs = {a: store.get(a) for a in store.ids()}
         solver = Solver(dep.engine, cat, store)
-        before = [solver.recurrence(t).output_text for t, _ in texts]
+        before = [recurrence(solver, t).output_text for t, _ in texts]
         chain0 = cat.libraries.chain("template:t-add", 0)
         out = evict(cat, store, 0, spare_current=False)  # everything: no learner runs here
         gone = set(out["evicted"])
@@ -73,7 +74,7 @@ def test_an_evicted_artifact_is_rebuilt_byte_identical(tmp_path, model_cache):
         assert not gone & set(store.ids())
 
         again = Solver(dep.engine, cat, store)
-        after = [again.recurrence(t).output_text for t, _ in texts]  # each graft rebuilds its recall artifact
+        after = [recurrence(again, t).output_text for t, _ in texts]  # each graft rebuilds its recall artifact
         assert after == before
         tail = RebuildingStore(store, cat, dep.engine).get_checked(chain0[-1])  # a child of an evicted parent
         assert tail.buffer == blobs[chain0[-1]]

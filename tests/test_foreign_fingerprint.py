@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from helpers import record_gate
+from helpers import record_gate, recurrence, transfer
 from local_depositor import LocalDepositor
 
 from galahad.flywheel.artifacts.store import LocalStore
@@ -63,13 +63,13 @@ def test_deposit_and_solve_ignore_a_foreign_fingerprint_library(tmp_path, model_
         assert cat.libraries.first_chain([LIB], fps) == (LIB, [d.artifact_id for d in placed])  # what routing reads
         assert cat.libraries.chain(LIB, 0) == foreign
         solver = Solver(dep.engine, cat, store)
-        rec = solver.recurrence("What is 3 + 4?")  # verified twice: by the foreign model and by ours
+        rec = recurrence(solver, "What is 3 + 4?")  # verified twice: by the foreign model and by ours
         own = cat.recalls.get(_problem("What is 3 + 4?", "7")["id"], fps)  # recurrence grafts the recall artifact
         assert own is not None and cat.artifacts.get(own["artifact_id"])["model_fingerprint"] == fps[0]
         assert rec is not None and rec.grafted_artifacts == [own["artifact_id"]]
         assert not set(rec.grafted_artifacts) & set(foreign)
-        transfer = solver.transfer("What is 1 + 1?", "t-add", "arith")
-        assert transfer is not None and transfer.grafted_artifacts == [d.artifact_id for d in placed]
+        moved = transfer(solver, "What is 1 + 1?", "t-add", "arith")
+        assert moved is not None and moved.grafted_artifacts == [d.artifact_id for d in placed]
         assert solver.solve("What is 6 + 1?", "t-add", "arith").path == "base"  # no evidence yet: the gate is shut
         record_gate(cat, fps[0], LIB)  # an eval showed transfer pays for our model in this library
         ans = solver.solve("What is 6 + 1?", "t-add", "arith")
@@ -85,7 +85,7 @@ def test_recurrence_skips_a_problem_verified_only_by_another_model(tmp_path, mod
     try:
         import_bundle(dep.catalog, dep.store, bundle, trust_unsigned=True)
         solver = Solver(dep.engine, dep.catalog, dep.store)
-        assert solver.recurrence("What is 3 + 4?") is None  # not a fingerprint-mismatch error
+        assert recurrence(solver, "What is 3 + 4?") is None  # not a fingerprint-mismatch error
         ans = solver.solve("What is 3 + 4?", "t-add", "arith")  # no own chain yet: the base model answers
         assert ans.path == "base" and ans.grafted_artifacts == []
     finally:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import recurrence, transfer
 from local_depositor import LocalDepositor
 
 from galahad.flywheel.catalog import Catalog
@@ -49,7 +50,7 @@ def recalled(solver: Solver) -> list[tuple[str, str, list[str]]]:
     the check here.)"""
     out = []
     for text, _ in PROBLEMS:
-        ans = solver.recurrence(text)
+        ans = recurrence(solver, text)
         out.append(("none", "", []) if ans is None else (ans.path, ans.output_text, ans.grafted_artifacts))
     return out
 
@@ -92,7 +93,7 @@ def test_recompile_after_a_runtime_change_makes_recurrence_whole_again(tmp_path,
         assert len(cat.libraries.chain(lib, fingerprints=fps)) == 3  # the chain rebuilt, in order, as its own
         assert cat.libraries.chain(lib, 0) == cat.libraries.chain(
             lib, fingerprints=(dep.engine.model_fingerprint, dep.engine.runtime_fingerprint))  # originals kept
-        assert Solver(other, cat, store).transfer("What is 1 + 1?", "t-add", "arith").grafted_artifacts == \
+        assert transfer(Solver(other, cat, store), "What is 1 + 1?", "t-add", "arith").grafted_artifacts == \
             cat.libraries.chain(lib, fingerprints=fps)
 
         again = recompile(cat, store, other)  # idempotent: nothing left to do

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import recurrence
 from seaweed import Seaweed
 
 from galahad.flywheel.artifacts.s3_store import S3Retry, S3Store, StoreUnavailable
@@ -270,12 +271,12 @@ def test_a_corrupted_object_is_rebuilt_from_the_catalog_on_graft(seaweed, reques
                     cat.runs.add_verification(att, "v1", True, "ok"))
         recall = cat.recalls.get(problem_hash(text))["artifact_id"]
         good = dep.store.get(recall)
-        before = Solver(dep.engine, cat, S3Store(_url(request), tmp_path / "a")).recurrence(text).output_text
+        before = recurrence(Solver(dep.engine, cat, S3Store(_url(request), tmp_path / "a")), text).output_text
         seaweed.client().put_object(Bucket=BUCKET, Key=dep.store.key(recall), Body=bytes(len(good)))  # rot
         reader = S3Store(_url(request), tmp_path / "b")  # a machine that never cached it
         with pytest.raises(CorruptBlob):
             reader.get(recall)
-        after = Solver(dep.engine, cat, reader).recurrence(text).output_text  # refused, rebuilt, repaired
+        after = recurrence(Solver(dep.engine, cat, reader), text).output_text  # refused, rebuilt, repaired
         assert after == before
         assert seaweed.client().get_object(Bucket=BUCKET, Key=dep.store.key(recall))["Body"].read() == good
         assert S3Store(_url(request), tmp_path / "c").get(recall) == good

@@ -165,9 +165,6 @@ class Solver:
 
     # -- matching a verified problem (no model) ----------------------------------------------------
 
-    def match_hash(self, text: str) -> dict | None:
-        return self.catalog.recalls.get(problem_hash(text), self.fingerprints)
-
     def _most_similar(self, text: str, candidates: list[dict]) -> dict | None:
         """Only for a problem with no key (a parsed problem's key already said no), of the verified problems
         with its numbers (`lookup`'s `numbers`): the most similar with them in the same order, if similar
@@ -328,25 +325,3 @@ class Solver:
 
         found = self.catalog.recalls.elsewhere(problem_hash(text), canonical.canonical_key(text), self.fingerprints)
         return foreign_message(self.catalog, self.fingerprints, found)
-
-    # -- single paths (evals, tests) -------------------------------------------------------------------
-
-    def recurrence(self, text: str) -> Answer | None:
-        """The `hash` path alone: the problem's recall artifact, its own question asked again."""
-        hit = self.match_hash(text)
-        if not hit:
-            return None
-        return self.answer_route(Route("hash", hit["artifact_id"], hit["text"], "query", self.max_tokens,
-                                       hit["answer"], hit["id"], provenance(hit)))
-
-    def transfer(self, text: str, template: str | None = None, topic: str | None = None,
-                 policy: RetrievalPolicy | None = None) -> Answer | None:
-        if template is None and topic is None:
-            match = self.classify(text)
-            if match is None:
-                return None
-            template, topic = match.get("template"), match.get("topic")
-        policy = policy or RetrievalPolicy()
-        chain = self.transfer_chain(candidate_libraries(policy, template, topic), policy)
-        return self.answer_route(Route("transfer", chain[1], text, "query", self.max_tokens,
-                                       library=chain[0])) if chain else None
