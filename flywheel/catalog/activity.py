@@ -16,6 +16,7 @@ whatever the catalog's size or the axis's length.
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime
 from typing import Any
 
@@ -63,13 +64,10 @@ class Activity(Part):
                 .join(A, V.c.attempt_id == A.c.id).join(P, P.c.id == A.c.problem_id)
                 .where(V.c.verified.is_(True)).order_by(V.c.created_at.desc(), V.c.id))
         out: dict[str, dict[str, Any]] = {}
-        page, offset = 4 * int(limit), 0
         with self.engine.connect() as conn:
-            while len(out) < limit:
+            for offset in itertools.count(0, page := 4 * int(limit)):
                 got = rows(conn.execute(stmt.limit(page).offset(offset)))
                 for r in got:
                     out.setdefault(r["problem_id"], r)
-                if len(got) < page:
-                    break
-                offset += page
-        return list(out.values())[:int(limit)]
+                if len(out) >= limit or len(got) < page:
+                    return list(out.values())[:int(limit)]

@@ -318,7 +318,11 @@ class Answering:
     # -- catalog and store -------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
-        return self.catalog.stats()
+        """The catalog's, with per-scope figures once tenants exist (the admin's view)."""
+        out = self.catalog.stats()
+        if self.catalog.tenants.any():
+            out["scopes"] = self.catalog.scopes.by_scope()
+        return out
 
     def find(self, text: object) -> list[dict[str, Any]]:
         text = _text(text, "text", self.config.max_problem_chars)
@@ -326,16 +330,17 @@ class Answering:
         keep = ("id", "text", "status", "topic", "template", "source", "external_id")
         return [{k: r.get(k) for k in keep} for r in rows]
 
-    def artifact(self, artifact_id: str) -> dict[str, Any]:
+    def _artifact_id(self, artifact_id: str) -> str:
         if not self.catalog.artifacts.has(_id(artifact_id, "artifact")):
             raise NotFound(f"unknown artifact {artifact_id}")
-        return self.catalog.artifacts.lineage(artifact_id)
+        return artifact_id
+
+    def artifact(self, artifact_id: str) -> dict[str, Any]:
+        return self.catalog.artifacts.lineage(self._artifact_id(artifact_id))
 
     def blob(self, artifact_id: str) -> tuple[bytes, str]:
         """The artifact's bytes (hash-checked by the store) and their SHA-256."""
-        if not self.catalog.artifacts.has(_id(artifact_id, "artifact")):
-            raise NotFound(f"unknown artifact {artifact_id}")
-        data = self.store.get(artifact_id)
+        data = self.store.get(self._artifact_id(artifact_id))
         return data, sha256_hex(data)
 
     def ready(self) -> dict[str, Any]:

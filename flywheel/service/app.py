@@ -54,7 +54,7 @@ from galahad.flywheel.service.openai_protocol import Invalid, code_of, error_bod
 from galahad.flywheel.service.openai_routes import OpenAIRoutes, router
 from galahad.flywheel.service.request import current_caller
 from galahad.flywheel.service.security import ADMIN, OPEN_PATHS, Caller, caller_identity, identify
-from galahad.flywheel.service.tenancy import OverQuota, RateLimiter, TenantAnswering, stats_of
+from galahad.flywheel.service.tenancy import OverQuota, RateLimiter, TenantAnswering
 from galahad.flywheel.service.ui import UiRoutes, install, ui_router
 
 API_VERSION = "1"
@@ -292,8 +292,7 @@ class GalahadApi(OpenAIRoutes, UiRoutes):
 
     @app.get("/v1/catalog/stats")
     def stats(self) -> dict:
-        view = self.view()
-        return stats_of(view) if view is self.answering else view.stats()
+        return self.view().stats()
 
     @app.get("/v1/catalog/find")
     def find(self, text: str) -> dict:

@@ -8,10 +8,6 @@ from its supervisor at scrape time (absent when the service runs without a learn
 store (`StoreFigures`): `galahad_store_bytes{tier}` and its RAM tier's capacity, entries, hits and misses.
 One metric per figure.
 
-`galahad_store_bytes{tier}`: `ram` this replica's RAM tier; `disk` the local store folder's artifacts (for
-a directory store the catalog's resident bytes, what is not evicted; for an object store the local cache's
-files, read from the folder); `object` (an object store only) the bucket's, the catalog's resident bytes.
-
 Each replica keeps its own registry (a scrape through Serve's proxy reaches one replica): the request,
 answer and latency figures are that replica's, the catalog and learner figures are global (one catalog, one
 learner). With tenants, requests are also counted per tenant (`galahad_tenant_requests_total{tenant,
@@ -66,8 +62,10 @@ class _CatalogFigures:
 
 
 class StoreFigures:
-    """One replica's store (`store`: a `LocalStore` or an `S3Store`) per tier, and its RAM tier's counters;
-    the resident bytes are the catalog's (`catalog.evictions.figures`)."""
+    """`galahad_store_bytes{tier}` of one replica's store (a `LocalStore` or an `S3Store`): `ram` its RAM
+    tier; `disk` the local folder's artifacts (a directory store: the catalog's resident bytes, what is not
+    evicted; an object store: its local cache's files); `object` (an object store) the catalog's resident
+    bytes. And its RAM tier's counters."""
 
     def __init__(self, store, catalog):
         self.store, self.catalog = store, catalog

@@ -172,10 +172,3 @@ class TenantAnswering(Answering):
     def blob(self, artifact_id: str) -> tuple[bytes, str]:
         return super().blob(self._visible(artifact_id))
 
-
-def stats_of(answering: Answering) -> dict[str, Any]:
-    """`/v1/catalog/stats` for the admin: the catalog's, with per-scope figures once tenants exist."""
-    out = answering.catalog.stats()
-    if answering.catalog.tenants.any():
-        out["scopes"] = answering.catalog.scopes.by_scope()
-    return out
