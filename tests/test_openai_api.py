@@ -1,10 +1,9 @@
 """The OpenAI-compatible endpoints of `galahad serve`, with the real `openai` SDK as the client (tiny model,
 loopback, a free port): chat completions (plain and streamed), completions, `/v1/models`, learning through
-`metadata.gold`, every refusal mapped to the SDK's exception class, metrics; the protocol module alone; and,
-marked slow, the default model learning over the protocol then answering by recurrence."""
+`metadata.gold`, every refusal mapped to the SDK's exception class, metrics; the protocol module alone. The default
+model learning over the protocol then answering by recurrence is tests/test_serve_default_model.py."""
 
 import json
-import time
 
 import openai
 import pytest
@@ -354,47 +353,5 @@ def test_a_full_solve_queue_is_a_rate_limit_error_over_the_sdk(tmp_path, env, mo
         assert code == 503 and "retry later" in body["error"]
         assert server.json("GET", "/healthz")[0] == 200  # reads are served all the same
         assert [m.id for m in sdk(server).models.list().data] == ["tiny"]
-    finally:
-        assert server.stop() == 0, server.tail()
-
-
-@pytest.mark.slow  # the default model: learn over the protocol, then answer by recurrence
-def test_default_model_learns_over_the_protocol_then_answers_by_recurrence(tmp_path, env):
-    from galahad.flywheel.problems.families import generate
-
-    problems = generate("add1", 6, seed=0)
-    server = Served(tmp_path / "data", [], env)  # the default model (gemma3-270m), learner on
-    try:
-        server.wait_ready(900)
-        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused-on-open-loopback", max_retries=0,
-                               timeout=900)
-        model = client.models.list().data[0].id
-        assert model == "gemma3-270m"
-        for p in problems:
-            r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": p.problem}],
-                                               metadata={"gold": p.answer})
-            assert ext(r)["queued"] is True or ext(r)["verified"] is True, ext(r)
-        deadline, learned, statuses = time.monotonic() + 1800, [], []
-        while time.monotonic() < deadline:
-            statuses = [server.json("GET", f"/v1/problems/{problem_hash(p.problem)}")[1] for p in problems]
-            learned = [s for s in statuses if s["artifact_id"] and s["recall_artifact_id"]]
-            if all(s["status"] in ("verified", "failed") for s in statuses):
-                break
-            time.sleep(5)
-        assert learned, f"the learner deposited nothing: {statuses}"
-        gold = {p.problem: p.answer for p in problems}
-        for s in learned:
-            r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": s["text"]}])
-            g = ext(r)
-            assert g["path"] == "hash" and g["verified"] is True and g["decode_tokens"] <= 8, g
-            assert g["grafted_artifacts"] == [s["recall_artifact_id"]] and g["queued"] is False, g
-            assert r.choices[0].message.content == s["verified_answer"] == gold[s["text"]]
-            cut = client.chat.completions.create(model=model, messages=[{"role": "user", "content": s["text"]}],
-                                                 max_tokens=1)  # a cap cuts memory's answer: never verified
-            assert cut.choices[0].finish_reason == "length" and ext(cut)["verified"] is not True, ext(cut)
-            assert cut.usage.completion_tokens == 1
-            chunks = list(client.chat.completions.create(model=model, stream=True,
-                                                         messages=[{"role": "user", "content": s["text"]}]))
-            assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == gold[s["text"]]
     finally:
         assert server.stop() == 0, server.tail()

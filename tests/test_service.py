@@ -1,6 +1,6 @@
 """`galahad serve` over real HTTP (tiny model, loopback, free ports): every endpoint and its errors, the token
 rule, the Python client and `solve --server`, and kill -9 then serve again. The default-model end-to-end
-test (learn over HTTP, then answer by recurrence) is marked slow."""
+test (learn over HTTP, then answer by recurrence) is tests/test_serve_default_model.py."""
 
 import asyncio
 import hashlib
@@ -728,33 +728,3 @@ def test_kill9_while_learning_then_serve_again_loses_and_duplicates_nothing(tmp_
                           capture_output=True, text=True, timeout=300)
     report = json.loads(fsck.stdout)
     assert not report.get("dangling") and not report.get("corrupted"), report
-
-
-@pytest.mark.slow
-def test_default_model_learns_over_http_then_answers_by_recurrence(tmp_path, env):
-    """Submit problems with gold answers, let the learner verify and deposit some, then ask them again."""
-    from galahad.flywheel.problems.families import generate
-
-    problems = [p.to_dict() for p in generate("add1", 6, seed=0)]
-    server = Served(tmp_path / "data", [], env)  # the default model, learner on
-    try:
-        server.wait_ready(900)
-        code, body = server.json("POST", "/v1/problems", problems)
-        assert code == 200, body
-        ids = [p["id"] for p in body["problems"]]
-        deadline, learned = time.monotonic() + 1800, []
-        while time.monotonic() < deadline:
-            statuses = [server.json("GET", f"/v1/problems/{pid}")[1] for pid in ids]
-            learned = [s for s in statuses if s["artifact_id"] and s["recall_artifact_id"]]
-            if all(s["status"] in ("verified", "failed") for s in statuses):
-                break
-            time.sleep(5)
-        assert learned, f"the learner deposited nothing: {statuses}"
-        for s in learned:
-            code, ans = server.json("POST", "/v1/solve", {"problem": s["text"]})
-            assert code == 200, ans
-            assert ans["path"] == "hash" and ans["verified"] is True, ans
-            assert ans["decode_tokens"] <= 8 and ans["grafted_artifacts"] == [s["recall_artifact_id"]], ans
-            assert ans["queued"] is False
-    finally:
-        assert server.stop() == 0, server.tail()
