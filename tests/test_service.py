@@ -634,13 +634,13 @@ def test_an_exception_that_escapes_the_middleware_is_a_json_500():
     class FakeReplica:
         token, config, metrics = None, ServiceConfig(), Broken()
 
+        async def identify(self, request):
+            return service_app.ADMIN
+
     sent = []
 
     async def call():
         scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
-        async def identify(self, request):
-            return service_app.ADMIN
-
                  "scheme": "http", "path": "/v1/no-such-route", "raw_path": b"/v1/no-such-route",
                  "query_string": b"", "root_path": "", "headers": [], "client": ("127.0.0.1", 1),
                  "server": ("127.0.0.1", 80)}
