@@ -12,8 +12,8 @@ from starlette.requests import Request
 
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.service import openai_protocol as protocol
-from galahad.flywheel.service.api import Choice, SolveResult
 from galahad.flywheel.service.answering import Decoding
+from galahad.flywheel.service.api import Choice, SolveResult
 from galahad.flywheel.service.security import caller_identity
 
 TOKEN = "test-token-openai-0123456789"
