@@ -152,6 +152,9 @@ class LoopConfig:
     # Bytes the store's artifacts may take (`--store-budget`): after each drain the least recently grafted
     # blobs are evicted to fit (`catalog/evictions.py`; rebuilt exactly on their next graft). None: no budget.
     store_budget: int | None = None
+    # When no sample verifies and the gold is trusted (`gold_source` computed, re-checked), deposit the gold
+    # as the solution, provenance `gold` (`learn/gold_solutions.py`). False: the problem is marked failed.
+    gold_solutions: bool = True
 
 
 # -- memory: retrieval and recall ----------------------------------------------------------------------------

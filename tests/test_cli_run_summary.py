@@ -51,7 +51,7 @@ def test_the_bar_ends_on_the_summarys_counts_and_names(depositor):
     assert seen, "the bar was never updated"
     # the bar's last figures are the summary's, under the summary's (--json) names
     assert seen[-1] == {k: result[k] for k in seen[-1]} and seen[-1]["deposited"] == 1
-    assert set(seen[-1]) == {"verified", "failed", "attempted", "deposited", "tokens_spent"}
+    assert set(seen[-1]) == {"verified", "gold_solutions", "failed", "attempted", "deposited", "tokens_spent"}
 
 
 def test_the_summary_says_what_where_what_failed_and_what_next(depositor, tmp_path):
@@ -68,8 +68,8 @@ def test_the_summary_says_what_where_what_failed_and_what_next(depositor, tmp_pa
     r.update(where(_args(), paths, cat, store))
     r["commands"] = next_commands(_args(), paths, r)
     text = "\n".join(report(r))
-    assert f"verified 2 of {2 + EXAMPLES + 2} problems ({EXAMPLES + 2} failed)" in text
-    assert "deposited 2 verified solutions; 4 artifacts added" in text
+    assert f"verified 2 of {2 + EXAMPLES + 2} problems (0 gold solutions, {EXAMPLES + 2} failed)" in text
+    assert "deposited 2 solutions (sampled and gold); 4 artifacts added" in text
     assert "kernels   stock" in text
     assert f"data dir  {paths.root}" in text and f"catalog   {cat.url}" in text and f"store     {store.root}" in text
     assert f"failed: {EXAMPLES + 2} problems" in text and failed[0]["id"][:16] in text and failed[0]["text"] in text
@@ -98,4 +98,4 @@ def test_nothing_learned_suggests_a_bigger_budget_and_a_password_never_shows(dep
     again = shlex.split(r["commands"]["run_again"])
     assert again[-2:] == ["--k", "8"] and "--model" not in again  # the default model needs no flag
     assert again[again.index("--store") + 1] == str(tmp_path / "s") and "--catalog" in again
-    assert "verified 0 of 1 problems (1 failed)" in text and r["commands"]["run_again"] in text
+    assert "verified 0 of 1 problems (0 gold solutions, 1 failed)" in text and r["commands"]["run_again"] in text

@@ -120,10 +120,11 @@ def test_docs_page_links_only_its_own_assets_and_serves_them(tmp_path):
 def test_the_learner_batch_line_is_plain_key_value():
     from galahad.flywheel.service.learner import batch_line
 
-    line = batch_line({"batch": 3, "problems": 24, "verified": 20, "failed": 4, "seconds": 58.61, "rate": 0.4095})
-    assert line == "galahad: learner batch 3: problems=24 verified=20 failed=4 seconds=58.6 rate=0.409/s"
+    line = batch_line({"batch": 3, "problems": 24, "verified": 18, "gold_solutions": 2, "failed": 4,
+                       "seconds": 58.61, "rate": 0.4095})
+    assert line == "galahad: learner batch 3: problems=24 verified=18 gold=2 failed=4 seconds=58.6 rate=0.409/s"
     assert dict(kv.split("=") for kv in line.split(": ", 2)[2].split()) == {
-        "problems": "24", "verified": "20", "failed": "4", "seconds": "58.6", "rate": "0.409/s"}
+        "problems": "24", "verified": "18", "gold": "2", "failed": "4", "seconds": "58.6", "rate": "0.409/s"}
 
 
 def exposed_series(metrics: Metrics) -> set[str]:

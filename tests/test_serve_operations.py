@@ -22,8 +22,8 @@ pytestmark = pytest.mark.slow  # a real serve with its learner on a local Ray cl
 TOKEN = "test-token-operations-0123456789"
 CHROMIUM = "/usr/bin/chromium"  # Debian's (apt-get install chromium)
 SHUTDOWN_S = 90  # serve's own waits: learner 2 x 10 s, Serve 2 x 30 s; Ray's shutdown after
-BATCH_LINE = re.compile(r"galahad: learner batch \d+: problems=\d+ verified=\d+ failed=\d+ seconds=[\d.]+ "
-                        r"rate=[\d.e+-]+/s")
+BATCH_LINE = re.compile(r"galahad: learner batch \d+: problems=\d+ verified=\d+ gold=\d+ failed=\d+ "
+                        r"seconds=[\d.]+ rate=[\d.e+-]+/s")
 ERROR_WORDS = re.compile(r"error|traceback|failed|exception", re.IGNORECASE)
 
 

@@ -24,6 +24,7 @@ from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.learn.background import BackgroundDeposits
 from galahad.flywheel.learn.deposit import LibraryDeposits
 from galahad.flywheel.learn.failures import WrongAnswers
+from galahad.flywheel.learn.gold_solutions import trusted_gold
 from galahad.flywheel.problems.prompts import answer_from_output
 from galahad.verifier.verifier import Verifier
 from galahad.workers.sampling import AttemptResult
@@ -50,7 +51,8 @@ class Tally:
 
     problems: int = 0
     attempted: int = 0
-    verified: int = 0
+    verified: int = 0  # a sample verified
+    gold_solutions: int = 0  # no sample verified; the trusted gold was deposited as the solution
     failed: int = 0
     deposited: int = 0
     tokens_spent: int = 0
@@ -65,7 +67,8 @@ class Tally:
         """The progress bar's counters: the summary's, by its (`--json`) names. `deposited` counts verified
         solutions whose deposit is recorded (each is a library and a recall artifact); it trails `verified`
         while deposits run in the background and catches up by the end of the run."""
-        return {"verified": self.verified, "failed": self.failed, "attempted": self.attempted,
+        return {"verified": self.verified, "gold_solutions": self.gold_solutions, "failed": self.failed,
+                "attempted": self.attempted,
                 "deposited": self.deposited, "tokens_spent": self.tokens_spent}
 
 
@@ -164,6 +167,8 @@ class Flywheel:
                         held.pop(problem["id"])
                     elif first + count < cfg.sampling.k:
                         again.append((problem, first + count))
+                    elif self._gold_solution(run_id, problem):
+                        held.pop(problem["id"])
                     else:
                         self.catalog.queue.mark(problem["id"], "failed",
                                                 self.wrong.reason(problem["id"], problem["answer"]))
@@ -209,6 +214,24 @@ class Flywheel:
         if len(self.tally.verified_examples) < EXAMPLES:
             self.tally.verified_examples.append(example(problem))
         self.tally.tokens_to_solve += spent.pop(problem["id"])
+        return True
+
+    def _gold_solution(self, run_id: str, problem: dict) -> bool:
+        """No sample verified: deposit the trusted gold as the solution (`learn/gold_solutions.py`), its
+        attempt recorded with provenance `gold` and the verifier's verdict; False when the gold is not
+        trusted, the switch is off, or the verifier does not accept it (then the problem fails)."""
+        gold = trusted_gold(problem) if self.config.gold_solutions else None
+        if gold is None:
+            return False
+        verdict = self.verifier.check_answer(problem["answer"], gold)
+        if not verdict.verified:
+            return False
+        attempt_id = self.catalog.runs.add_attempt(problem["id"], run_id, self.model_fingerprint,
+                                                   {"provenance": "gold"}, gold, 0, 0.0, 0.0, provenance="gold")
+        verification_id = self.catalog.runs.add_verification(attempt_id, verdict.version, True, verdict.reason)
+        self.wrong.drop(problem["id"])
+        self.background.add(problem, gold, verification_id)  # prefilled by the same exact engine
+        self.tally.gold_solutions += 1
         return True
 
 

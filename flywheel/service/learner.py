@@ -85,7 +85,8 @@ class LearnerActor:
 def batch_line(batch: dict) -> str:
     """One learner batch as `serve` prints it: plain `key=value` fields, one line, greppable."""
     return (f"galahad: learner batch {batch['batch']}: problems={batch['problems']} verified={batch['verified']} "
-            f"failed={batch['failed']} seconds={batch['seconds']:.1f} rate={batch['rate']:.3g}/s")
+            f"gold={batch.get('gold_solutions', 0)} failed={batch['failed']} seconds={batch['seconds']:.1f} "
+            f"rate={batch['rate']:.3g}/s")
 
 
 FIRST_BACKOFF_S, MAX_BACKOFF_S = 1.0, 30.0
