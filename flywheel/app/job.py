@@ -93,15 +93,15 @@ class LearningJob:
     def drain(self, on_progress: Callable[[Tally], None] | None = None) -> Tally:
         """Reconcile interrupted deposits, then claim and learn every queued problem (up to the config's
         `limit`); returns when the queue is empty. A failed deposit ends it with its one-line reason."""
-        before, t0 = (self.tally.problems, self.tally.verified, self.tally.failed), time.perf_counter()
+        counts = ("problems", "verified", "gold_solutions", "failed")
+        before, t0 = [getattr(self.tally, c) for c in counts], time.perf_counter()
         tally = self.wheel.run(self.run_id, on_progress)
         self.drains += 1
-        problems, verified, failed = (now - then for now, then in zip(
-            (tally.problems, tally.verified, tally.failed), before, strict=True))
+        problems, verified, gold, failed = (getattr(tally, c) - then for c, then in zip(counts, before, strict=True))
         if problems:
             seconds = time.perf_counter() - t0
             self.batches.append({"batch": self.drains, "problems": problems, "verified": verified,
-                                 "failed": failed, "seconds": round(seconds, 3),
+                                 "gold_solutions": gold, "failed": failed, "seconds": round(seconds, 3),
                                  "rate": round(problems / seconds, 4) if seconds > 0 else 0.0})
         if self.config.store_budget is not None:  # the disk budget: least recently grafted blobs go first
             from galahad.flywheel.catalog.evictions import evict

@@ -135,7 +135,7 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
         bar = tqdm(total=total, desc="flywheel", unit="problem", disable=args.no_progress, file=sys.stderr)
 
         def progress(t):
-            bar.n = t.verified + t.failed
+            bar.n = t.verified + t.gold_solutions + t.failed
             bar.set_postfix(t.postfix(), refresh=True)
 
         tally = job.drain(progress)
@@ -196,10 +196,11 @@ def report(r: dict, shown: int = 3) -> list[str]:
     """The run's summary for people: what was learned, where it lives, what failed, what to try next."""
     c = r["catalog"]
     lines = [
-        f"run {r['run_id']}: verified {r['verified']:,} of {r['problems']:,} problems ({r['failed']:,} failed) "
+        f"run {r['run_id']}: verified {r['verified']:,} of {r['problems']:,} problems "
+        f"({r['gold_solutions']:,} gold solutions, {r['failed']:,} failed) "
         f"in {r['attempted']:,} attempts, {r['tokens_spent']:,} tokens, {r['seconds']:.1f} s "
         f"({r['verified_per_hour']:.0f} verified/h)",
-        f"learned: deposited {r['deposited']:,} verified solutions"
+        f"learned: deposited {r['deposited']:,} solutions (sampled and gold)"
         + (f" ({r['reconciled']:,} of them after a restart)" if r["reconciled"] else "")
         + f"; {r['artifacts_added']:,} artifacts added (each solution: a library and a recall artifact)",
         "where it lives:",
