@@ -25,6 +25,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import textgen  # noqa: E402
 import textgen_check as C  # noqa: E402
 
+POLICY = """What the generator calls undefined or ambiguous (tests/textgen_render.py says it in code):
+- undefined: division by zero, 0^0, 0 to a negative power, an even root of a negative, a root or rational power
+  without a rational value (sqrt 50, 2^(1/2)), a percent of 0.
+- ambiguous (readings with different values, so no key): word operators chained without a cue ("two plus three
+  times four"; only +/- chains or x chains in plain infix words read left to right); a prefix word before, or a
+  postfix word after, an infix phrase ("twice 3 plus 4", "the sum of 2 and 3 squared", "1 - 17 squared"); a power
+  after a negative number ("-5^2", "negative five squared"); a written power after a digit fraction or mixed
+  number ("3/4^2", "2 1/2^2", "7 \\frac{3}{5}^{3}"); any operator after a word mixed number ("two and a half
+  squared", "twice two and a half") or a counted idiom ("two dozen squared"); "8^1/3", "6 / 3/4"; "a / b * c";
+  "2^3^2"; a fraction with more than / less than / increased by / decreased by ("a third less than 6": 17/3 or
+  4); "80 plus 15%"; "the difference between a and b" with a < b; "the quotient of a and b" and "how many times
+  does b go into a" where whole numbers do not divide.
+- one value: a digit fraction or mixed number is one number to words ("3/4 squared" = 9/16, "6 divided by 3/4"
+  = 8); a written power is one unit ("2^3 doubled" = 16); "3 \\frac{1}{4}" = 13/4; an amount in cents may
+  be answered in dollars (both accepted)."""
+
 
 def _kind(cls: str) -> str:
     return cls.split(" | ")[0]
@@ -70,7 +86,7 @@ def failures_md(out: dict, fails: dict, pfails: dict, command: str) -> str:
              f"{out['keyed_ambiguous']}, joins {out['joins']}; properties on {out['property_sample_keyed']} keyed "
              f"texts: {out['property_failures']}.", "",
              "Each line: the text, the reader's key and value, and the generator's value (for an ambiguous text, "
-             "its readings: no key is the sound answer).", ""]
+             "its readings: no key is the sound answer).", "", POLICY, ""]
     for f in (fails, pfails):
         for cls in sorted(f, key=lambda c: (_kind(c), -len(f[c]))):
             lines.append(f"## {cls} ({len(f[cls])})")

@@ -37,7 +37,8 @@ NAT_ADD = frozenset({"{0} plus {1}", "{0} minus {1}", "{0} + {1}", "{0} - {1}", 
                      "{0} increased !by {1}", "{0} decreased !by {1}", "{0} reduced !by {1}"})
 NAT_MUL = frozenset({"{0} times {1}", "{0} multiplied !by {1}", "{0} * {1}", "{0} x {1}", "{0} × {1}",
                      "{0} \\cdot {1}", "{0} \\times {1}"})
-RELATIVE = {"{1} more than {0}": 1, "{1} less than {0}": -1, "{1} fewer than {0}": -1}
+RELATIVE = {"{1} more than {0}": 1, "{1} less than {0}": -1, "{1} fewer than {0}": -1,  # or by a fraction of it
+            "{0} increased !by {1}": 1, "{0} decreased !by {1}": -1, "{0} reduced !by {1}": -1}
 T = W.T
 
 
@@ -78,6 +79,16 @@ def _qty(spec: tuple, dim: str, i: int) -> list:
     return W.render(spec[1]) + [T(one if v == 1 and form in ("int", "words") else many, "unit")]
 
 
+def _juxtaposed(left: tuple, right_first: str) -> bool:
+    """Whether dropping the sign between `left` and a right operand starting with `right_first` still
+    multiplies: before a parenthesis, a root or a LaTeX command, but not a whole number before \\frac (that
+    is a mixed number)."""
+    whole = left[0] == "n" and left[1][0] == "int"
+    if right_first.startswith(("\\frac", "\\dfrac")):
+        return not whole
+    return left[0] == "p" or right_first.startswith(("(", "\\", "√", "sqrt("))
+
+
 def render(spec: tuple) -> list:
     t = spec[0]
     if t == "n":
@@ -92,8 +103,8 @@ def render(spec: tuple) -> list:
         if "{1o}" in spec[1]:
             kids["{1o}"] = _ordinal(spec[3])
         out = fill(spec[1], kids)
-        if BIN[spec[1]].form == "sym" and BIN[spec[1]].op == "*" and "p" in (spec[2][0], spec[3][0]):
-            n = len(kids["{0}"])  # "2 (3 + 4)" multiplies as well: the sign adds nothing
+        if BIN[spec[1]].form == "sym" and BIN[spec[1]].op == "*" and _juxtaposed(spec[2], kids["{1}"][0][0]):
+            n = len(kids["{0}"])  # "2 (3 + 4)", "2 \\sqrt{4}" multiply as well: the sign adds nothing
             out[n] = (out[n][0], "ctx", out[n][2])
         return out
     if t == "F":
