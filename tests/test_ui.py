@@ -52,7 +52,8 @@ def test_activity_counts_verified_problems_and_attempts_over_time(catalog_url):
         latest = cat.activity.latest_verified(2)  # one row per verified problem, not per positive verdict
         assert [r["text"] for r in latest] == ["What is 2 + 1?", "What is 1 + 1?"]
         assert len(cat.activity.latest_verified(5)) == 2
-        assert set(latest[0]) == {"problem_id", "text", "answer", "scope", "verified_at", "verifier_version"}
+        assert set(latest[0]) == {"problem_id", "text", "answer", "scope", "verified_at", "verifier_version",
+                                  "provenance"} and latest[0]["provenance"] == "sampled"
         assert latest[0]["answer"] == "3" and latest[0]["scope"] == "shared"
 
 

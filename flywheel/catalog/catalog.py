@@ -153,7 +153,7 @@ class Catalog:
         return hits[0]
 
     def stats(self) -> dict[str, Any]:
-        """problems, verified (problems with an accepted attempt), artifacts, stored_tokens, bytes, and more."""
+        """problems, verified (problems with an accepted attempt), gold_solutions (of them, by their gold), artifacts, stored_tokens, bytes, and more."""
         with self.engine.connect() as conn:
             def scalar(stmt) -> int:
                 return int(conn.execute(stmt).scalar() or 0)
@@ -164,6 +164,10 @@ class Catalog:
                 "problems": sum(by_status.values()),
                 "verified": scalar(select(func.count(func.distinct(A.c.problem_id)))
                                    .join(V, V.c.attempt_id == A.c.id).where(V.c.verified.is_(True))),
+                # verified problems whose solution is their gold (`learn/gold_solutions.py`): no sample verified
+                "gold_solutions": scalar(select(func.count(func.distinct(A.c.problem_id)))
+                                         .join(V, V.c.attempt_id == A.c.id)
+                                         .where(V.c.verified.is_(True), A.c.provenance == "gold")),
                 "artifacts": scalar(select(func.count()).select_from(ART)),
                 "stored_tokens": scalar(select(func.sum(ART.c.n_tokens))),
                 "bytes": scalar(select(func.sum(ART.c.size))),

@@ -27,7 +27,7 @@ from galahad.flywheel.problems.scope_ids import SHARED
 P, A, V, KEY, REC, ART = (TABLES[t] for t in ("problems", "attempts", "verifications", "problem_keys", "recalls",
                                               "artifacts"))
 RECALLED = [P.c.id, P.c.text, P.c.answer, P.c.topic, P.c.template, P.c.source, P.c.gold_source, REC.c.artifact_id,
-            REC.c.verification_id, KEY.c.canonical_key, KEY.c.numbers]
+            REC.c.verification_id, KEY.c.canonical_key, KEY.c.numbers, A.c.provenance]
 ORDER = ("p_at", "id", "r_at", "artifact_id")  # a recall list's order: oldest problem, then its oldest recall
 # How a recall is found, by kind: the problem's id, its canonical key (the same mathematics), its numbers.
 BY = {"hash": lambda problem_id: P.c.id.in_(problem_id) if isinstance(problem_id, list) else P.c.id == problem_id,
@@ -43,6 +43,7 @@ def _visible(scope: str | None) -> list:
 def _recalled_stmt(*where, fingerprints: Fingerprints | None = None, scope: str | None = None):
     stmt = (select(*RECALLED, P.c.created_at.label("p_at"), REC.c.created_at.label("r_at"))
             .join(REC, REC.c.problem_id == P.c.id).outerjoin(KEY, KEY.c.problem_id == P.c.id)
+            .outerjoin(V, V.c.id == REC.c.verification_id).outerjoin(A, A.c.id == V.c.attempt_id)
             .where(P.c.status == "verified", *where, *_visible(scope)))
     if fingerprints is not None:
         stmt = stmt.join(ART, ART.c.id == REC.c.artifact_id).where(

@@ -66,6 +66,7 @@ class Answer:
     reason: str | None = None
     matched_problem: str | None = None  # the verified problem recalled (hash, key) or grafted as the example (similar)
     gold_source: str | None = None  # who vouches for the recalled gold: `computed`, or who gave it
+    solution: str | None = None  # a verified recall: who wrote its solution, `sampled` (the model) or `gold`
     # Set when memory knows this problem only through artifacts of another runtime or model (`foreign.py`):
     # the one line that says so, and what to run.
     memory_note: str | None = None
@@ -89,6 +90,7 @@ class Route:
     matched_problem: str | None = None
     gold_source: str | None = None
     library: str | None = None  # similar, transfer: the library whose gate lets the route answer
+    solution: str | None = None  # hash, key: the recalled solution's provenance (`sampled` or `gold`)
 
     @property
     def shared_prefix(self) -> bool:
@@ -238,7 +240,7 @@ class Solver:
             if hit and hit["id"] not in seen:
                 seen.add(hit["id"])
                 yield Route(path, hit["artifact_id"], hit["text"], "query", self.max_tokens, hit["answer"],
-                            hit["id"], provenance(hit))
+                            hit["id"], provenance(hit), solution=hit.get("provenance") or "sampled")
         if template is None and topic is None and found["shape"]:
             template, topic = found["shape"]["template"], found["shape"]["topic"]
         libraries = candidate_libraries(policy, template, topic)  # the text's: its template's, then its topic's
@@ -269,6 +271,7 @@ class Solver:
             verdict = self.verifier.check_answer(route.gold, ans.answer)
             ans.verified, ans.reason = verdict.verified, verdict.reason
             ans.gold_source = route.gold_source if verdict.verified else None
+            ans.solution = route.solution if verdict.verified else None
         return ans
 
     def solve(self, text: str, template: str | None = None, topic: str | None = None,
@@ -309,7 +312,7 @@ class Solver:
             return ans
         ans.computed, ans.reading = value, canonical.reading(self._canonical_key(text))
         if not self.verifier.check_answer(value, ans.answer).verified:
-            ans.verified, ans.reason, ans.gold_source = False, self.wrong(ans), None
+            ans.verified, ans.reason, ans.gold_source, ans.solution = False, self.wrong(ans), None, None
         elif ans.verified is not True:
             ans.verified, ans.reason, ans.gold_source = True, None, COMPUTED
         return ans

@@ -46,7 +46,9 @@ class _CatalogFigures:
         for name, doc, value in (
             ("galahad_queue_depth", "problems pending or claimed", by.get("pending", 0) + by.get("claimed", 0)),
             ("galahad_attempts", "attempts recorded", s["attempts"]),
-            ("galahad_verified", "problems with a verified attempt", s["verified"]),
+            ("galahad_verified", "problems with a verified attempt (sampled or gold)", s["verified"]),
+            ("galahad_gold_solutions", "verified problems whose solution is their gold (no sample verified)",
+             s.get("gold_solutions", 0)),
             ("galahad_deposited", "artifacts deposited", s["artifacts"]),
         ):
             yield GaugeMetricFamily(name, doc, value=value)

@@ -154,9 +154,11 @@ def _latest(rows: list[dict[str, Any]]) -> str:
         return '<p class="muted">no verification yet</p>'
     body = "".join(
         f'<tr><td title="{escape(r["text"])}">{escape(r["text"][:120])}</td><td>{escape(str(r["answer"])[:60])}</td>'
-        f'<td class="num">{escape((r["verified_at"] or "").replace("T", " "))}</td><td>{escape(r["scope"])}</td></tr>'
+        f'<td class="num">{escape((r["verified_at"] or "").replace("T", " "))}</td><td>{escape(r["scope"])}</td>'
+        f'<td>{escape(r.get("provenance") or "sampled")}</td></tr>'
         for r in rows)
-    return f"<table><tr><th>problem</th><th>answer</th><th>when (UTC)</th><th>scope</th></tr>{body}</table>"
+    return ("<table><tr><th>problem</th><th>answer</th><th>when (UTC)</th><th>scope</th><th>solution</th></tr>"
+            f"{body}</table>")
 
 
 def _tenants(rows: list[dict[str, Any]]) -> str:
@@ -174,7 +176,8 @@ def page(d: dict[str, Any], signed_in: bool = False) -> str:
     """The page for `dashboard.collect`'s dict `d`; `signed_in`: the browser holds the sign-in cookie."""
     f = d["figures"]
     tiles = "".join(_tile(label, key, f) for label, key in (
-        ("verified problems", "galahad_verified"), ("queued", "galahad_queue_depth"),
+        ("verified problems", "galahad_verified"), ("of them gold solutions", "galahad_gold_solutions"),
+        ("queued", "galahad_queue_depth"),
         ("attempts", "galahad_attempts"), ("failed problems", "galahad_problems_failed_total"),
         ("artifacts deposited", "galahad_deposited"), ("artifacts evicted", "galahad_artifacts_evicted"),
         ("rebuilds", "galahad_artifact_rebuilds_total"), ("solves in flight", "galahad_solves_in_flight")))
