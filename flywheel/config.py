@@ -155,6 +155,12 @@ class LoopConfig:
     # When no sample verifies and the gold is trusted (`gold_source` computed, re-checked), deposit the gold
     # as the solution, provenance `gold` (`learn/gold_solutions.py`). False: the problem is marked failed.
     gold_solutions: bool = True
+    # A failed problem asked again is tried again (`catalog.queue.retry`): at most `retry_tries` tries in all,
+    # try n not before `retry_delay_seconds` x 2^(n-2) after the last failure, with k doubled per try
+    # (sampling.k x 2^(n-1)) up to `retry_max_k` samples.
+    retry_tries: int = 4
+    retry_delay_seconds: float = 30.0
+    retry_max_k: int = 64
 
 
 # -- memory: retrieval and recall ----------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """`catalog.queue`: the problem rows as the durable work queue: claims with leases, releases, and
-unfinished deposits. With tenants, claims are round-robin across memory scopes (`_round_robin`).
+unfinished deposits, and failed problems tried again (`retry`, with backoff). With tenants, claims are round-robin across memory scopes (`_round_robin`).
 
 Problems are claimed with a lease, so a killed worker's problems become claimable again; a verified
 problem with no artifact behind it is a deposit a kill interrupted, found here and finished by the loop.
@@ -83,6 +83,23 @@ class Queue(Part):
         with self.write() as conn:
             if conn.execute(stmt).rowcount == 0:
                 raise GalahadError(f"unknown problem {str(problem_id)[:80]!r}")
+
+    def retry(self, problem_id: str, tries: int, delay_seconds: float) -> bool:
+        """A failed problem asked again goes back to the queue, with backoff: not before `delay_seconds` x
+        2^(claims - 1) after it failed (`updated_at`), and only while it has been claimed (tried) fewer than
+        `tries` times; its failure record stays (the next failure adds to it). True when it was requeued.
+        The UPDATE re-checks status and claims, so two callers requeue it once."""
+        with self.write() as conn:
+            row = conn.execute(select(P.c.claims, P.c.updated_at).where(P.c.id == problem_id,
+                                                                         P.c.status == "failed")).first()
+            if row is None or row.claims >= tries:
+                return False
+            t = now()
+            if t < row.updated_at + timedelta(seconds=delay_seconds * 2 ** max(0, row.claims - 1)):
+                return False
+            stmt = (update(P).where(P.c.id == problem_id, P.c.status == "failed", P.c.claims == row.claims)
+                    .values(status="pending", updated_at=t))
+            return conn.execute(stmt).rowcount == 1
 
     def release_all(self) -> int:
         """Return every claimed problem to the queue. Only safe when no other job shares the catalog: the

@@ -133,7 +133,7 @@ class Flywheel:
             nonlocal turn
             gen = self.generators[turn % len(self.generators)]
             turn += 1
-            requests = [(problem, first, min(cfg.round_size, cfg.sampling.k - first)) for problem, first in group]
+            requests = [(problem, first, min(cfg.round_size, self.budget(problem) - first)) for problem, first in group]
             in_flight[gen.attempt_many.remote(requests, cfg.sampling)] = requests
 
         while True:
@@ -165,13 +165,12 @@ class Flywheel:
                 for (problem, first, count), results in zip(requests, ray.get(ref), strict=True):
                     if self._record(run_id, problem, results, spent):
                         held.pop(problem["id"])
-                    elif first + count < cfg.sampling.k:
+                    elif first + count < self.budget(problem):
                         again.append((problem, first + count))
                     elif self._gold_solution(run_id, problem):
                         held.pop(problem["id"])
                     else:
-                        self.catalog.queue.mark(problem["id"], "failed",
-                                                self.wrong.reason(problem["id"], problem["answer"]))
+                        self.catalog.queue.mark(problem["id"], "failed", self._failure(problem))
                         held.pop(problem["id"])
                         self.tally.failed += 1
                         if len(self.tally.failed_examples) < EXAMPLES:
@@ -215,6 +214,21 @@ class Flywheel:
             self.tally.verified_examples.append(example(problem))
         self.tally.tokens_to_solve += spent.pop(problem["id"])
         return True
+
+    def budget(self, problem: dict) -> int:
+        """Samples this claim may spend: k on the first try, doubled per try again (a failed problem asked
+        again, `catalog.queue.retry`), at most `retry_max_k` (never below k)."""
+        k, tries = self.config.sampling.k, max(1, int(problem.get("claims") or 1))
+        return max(k, min(k << min(tries - 1, 16), self.config.retry_max_k))
+
+    def _failure(self, problem: dict) -> dict:
+        """This try's failure record (`learn/failures.py`) with its try number and budget, after the earlier
+        tries' (`tries`: one line each, the last ten)."""
+        reason = self.wrong.reason(problem["id"], problem["answer"])
+        earlier = list((problem.get("failure") or {}).get("tries") or [])
+        this = {"try": max(1, int(problem.get("claims") or 1)), "k": self.budget(problem),
+                "attempts": reason["attempts"], "most_common": reason["most_common"]}
+        return {**reason, "tries": [*earlier, this][-10:]}
 
     def _gold_solution(self, run_id: str, problem: dict) -> bool:
         """No sample verified: deposit the trusted gold as the solution (`learn/gold_solutions.py`), its
