@@ -185,6 +185,11 @@ class RecallPolicy:
 
 # -- the service and the catalog's gc ---------------------------------------------------------------------
 
+# What a caller gets when the computed value refutes the model's answer (`memory/solver.by_policy`): the value
+# (`computed`, path `computed`), or the model's answer labelled wrong (`model`: evaluations of the model).
+ANSWER_POLICIES = ("computed", "model")
+
+
 @dataclass(frozen=True)
 class ServiceConfig:
     """`galahad serve`: bind address, replicas, size limits, learner polling."""
@@ -213,6 +218,7 @@ class ServiceConfig:
     ui_rate_window_seconds: int = 600
     ui_rate_buckets: int = 60
     ui_latest: int = 12
+    answer_policy: str = ANSWER_POLICIES[0]  # `serve --answer-policy`; a request may ask either
 
 
 @dataclass(frozen=True)

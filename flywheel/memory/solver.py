@@ -39,7 +39,8 @@ from dataclasses import asdict, dataclass, field, replace
 
 from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog, problem_hash
-from galahad.flywheel.config import BUDGETS
+from galahad.flywheel.config import ANSWER_POLICIES, BUDGETS
+from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.memory.library_names import candidate_libraries
 from galahad.flywheel.memory.policy import RecallPolicy, RetrievalPolicy, first_library_chain
 from galahad.flywheel.memory.recall import Recalled, answer_decode
@@ -48,8 +49,10 @@ from galahad.flywheel.problems.golds import COMPUTED, show
 from galahad.flywheel.problems.shapes import shape, shape_hash
 from galahad.verifier.verifier import Verifier
 
-__all__ = ["PATHS", "Answer", "Decodes", "RecallPolicy", "RetrievalPolicy", "Route", "Solver", "shape"]
-PATHS = ("hash", "key", "similar", "transfer", "base")  # memory's routes, in the walk's order
+__all__ = ["ANSWER_POLICIES", "PATHS", "Answer", "Decodes", "RecallPolicy", "RetrievalPolicy", "Route", "Solver",
+           "by_policy", "shape"]
+# Memory's routes, in the walk's order, then `computed`: the text's value answered where it refuted the route's.
+PATHS = ("hash", "key", "similar", "transfer", "base", "computed")
 RECALLS = PATHS[:2]  # a verified problem's own answer recalled
 
 
@@ -72,9 +75,23 @@ class Answer:
     memory_note: str | None = None
     computed: str | None = None  # the text's computed value (`check_computed`), where it has one
     reading: str | None = None  # the expression the key reader read it as ("20 × 12"), with `computed`
+    model_answer: str | None = None  # path `computed`: the model's answer the computed value refuted
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def by_policy(ans: Answer, policy: str = ANSWER_POLICIES[0]) -> Answer:
+    """The answer a caller gets under `policy` (`ANSWER_POLICIES`). `computed`: where the text's computed
+    value refuted the model's answer, the value is the answer (`path` `computed`, `verified` True,
+    `gold_source` `computed`) and the refuted answer is `model_answer`; `model`: `ans` as it is. Any other
+    answer is returned as it is under both."""
+    if policy not in ANSWER_POLICIES:
+        raise GalahadError(f"answer_policy must be one of {', '.join(ANSWER_POLICIES)}, not {str(policy)[:40]!r}")
+    if policy == "model" or ans.verified is not False or ans.computed is None:
+        return ans
+    return replace(ans, answer=ans.computed, path="computed", verified=True, reason=None, gold_source=COMPUTED,
+                   solution=None, model_answer=ans.answer)
 
 
 @dataclass(frozen=True)

@@ -103,8 +103,12 @@ class Client:
             raise GalahadError(f"{self.url}{path.split('?', 1)[0]} answered a body that is not JSON: "
                                f"{_one_line(raw)!r}") from None
 
-    def solve(self, problem: str, gold: str | None = None) -> dict:
-        return self._json("POST", "/v1/solve", {"problem": problem, "gold": gold})
+    def solve(self, problem: str, gold: str | None = None, answer_policy: str | None = None) -> dict:
+        """`answer_policy` None: the server's (`computed` unless `serve --answer-policy model`)."""
+        body = {"problem": problem, "gold": gold}
+        if answer_policy is not None:
+            body["answer_policy"] = answer_policy
+        return self._json("POST", "/v1/solve", body)
 
     def submit(self, problems: list[dict]) -> list[dict]:
         return self._json("POST", "/v1/problems", problems)["problems"]
