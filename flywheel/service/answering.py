@@ -21,10 +21,8 @@ cut, is never `verified: true`.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from galahad.flywheel.app.intake import GoldConflict, admit
@@ -38,76 +36,23 @@ from galahad.flywheel.problems.golds import check_gold
 from galahad.flywheel.problems.prompts import ANSWER_STOP, answer_from_output
 from galahad.flywheel.problems.records import Problem, problem_from_dict
 from galahad.flywheel.service import timing
-from galahad.flywheel.service.api import Choice, SolveResult
+from galahad.flywheel.service.api import (
+    Choice,
+    Decoding,
+    NotFound,
+    SolveResult,
+    TooLarge,
+    checked_id,
+    checked_text,
+    clean_strings,
+)
 from galahad.flywheel.service.recall_memo import RecallMemo
 from galahad.flywheel.service.scoring import score
 from galahad.verifier.verifier import Verifier
 
-_ID = re.compile(r"[0-9a-f]{64}")  # matched whole (fullmatch): a trailing newline is no id
 API_SOURCE = "api"  # problems queued by /v1/solve carry this source
 QUEUED = ("pending", "claimed")
 log = logging.getLogger("galahad.service")
-
-
-class NotFound(GalahadError):
-    """An unknown id (HTTP 404)."""
-
-
-class TooLarge(GalahadError):
-    """A body or text over the service's limits (HTTP 413)."""
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _text(value: object, name: str, limit: int) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise GalahadError(f"{name} must be a non-empty string")
-    if len(value) > limit:
-        raise TooLarge(f"{name} is {len(value)} characters; the limit is {limit}")
-    if "\x00" in value:
-        raise GalahadError(f"{name} contains a NUL character")
-    if _SURROGATE.search(value):
-        raise GalahadError(f"{name} contains a lone surrogate (not valid Unicode text)")
-    return value
-
-
-def clean_strings(obj: object, where: str, depth: int = 0) -> None:
-    """Refuse NUL characters and lone surrogates anywhere in a submitted JSON value (400)."""
-    if depth > 8:
-        raise GalahadError(f"{where}: nested too deeply")
-    if isinstance(obj, str):
-        if "\x00" in obj or _SURROGATE.search(obj):
-            raise GalahadError(f"{where}: contains a NUL character or a lone surrogate")
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            clean_strings(k, where, depth + 1)
-            clean_strings(v, f"{where}.{str(k)[:40]}", depth + 1)
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            clean_strings(v, f"{where}[{i}]", depth + 1)
-
-
-@dataclass(frozen=True)
-class Decoding:
-    """How a caller asks the answer decoded; the defaults are `/v1/solve`'s (one greedy answer)."""
-
-    max_tokens: int | None = None  # a cap on each decode (None: the service's budgets)
-    n: int = 1  # > 1: n answers sampled from the answering route's context
-    temperature: float = 1.0  # the sampled answers' temperature (n > 1 only; one answer is greedy)
-    seed: int = 0  # sample i draws from seed + i
-    logprobs: int | None = None  # None: none; k: each decoded token's logprob and its k most likely tokens
-    stop: tuple[str, ...] = ()  # the answer cut before the first of these strings
-
-    @property
-    def sampled(self) -> bool:
-        return self.n > 1
-
-
-def _id(value: str, what: str) -> str:
-    if not _ID.fullmatch(value):
-        raise NotFound(f"unknown {what} {value[:80]!r} (ids are 64 lowercase hex characters)")
-    return value
 
 
 def _all(values: list) -> bool | None:
@@ -152,9 +97,9 @@ class Answering:
         """The texts (`_text`), a gold against the problem's computed value (refused naming the value and
         its reading: `golds.check_gold`), and the longest prompt the solver may build (the base model's
         few-shot prompt) with its decode budget (at most `cap`) against the context window."""
-        problem = _text(problem, "problem", self.config.max_problem_chars)
+        problem = checked_text(problem, "problem", self.config.max_problem_chars)
         if gold is not None:
-            gold = _text(gold, "gold", self.config.max_problem_chars)
+            gold = checked_text(gold, "gold", self.config.max_problem_chars)
             checked = check_gold(problem, gold)
             if checked.error:  # a gold that disagrees with the problem's computed value: refused, not learned
                 raise GalahadError(checked.error)
@@ -303,7 +248,7 @@ class Answering:
         return out
 
     def problem(self, problem_id: str) -> dict[str, Any]:
-        row = self.catalog.problems.by_hash(_id(problem_id, "problem"))
+        row = self.catalog.problems.by_hash(checked_id(problem_id, "problem"))
         if row is None:
             raise NotFound(f"unknown problem {problem_id}")
         sol = self.catalog.runs.verified_solution(problem_id)
@@ -325,13 +270,13 @@ class Answering:
         return out
 
     def find(self, text: object) -> list[dict[str, Any]]:
-        text = _text(text, "text", self.config.max_problem_chars)
+        text = checked_text(text, "text", self.config.max_problem_chars)
         rows = self.catalog.problems.find(text=text, limit=self.config.max_find)
         keep = ("id", "text", "status", "topic", "template", "source", "external_id")
         return [{k: r.get(k) for k in keep} for r in rows]
 
     def _artifact_id(self, artifact_id: str) -> str:
-        if not self.catalog.artifacts.has(_id(artifact_id, "artifact")):
+        if not self.catalog.artifacts.has(checked_id(artifact_id, "artifact")):
             raise NotFound(f"unknown artifact {artifact_id}")
         return artifact_id
 

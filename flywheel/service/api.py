@@ -1,4 +1,5 @@
-"""The versioned JSON API's request and response models (pydantic): what FastAPI validates and documents.
+"""The versioned JSON API: what a request may carry (texts, ids, `Decoding`; refused with `NotFound` 404,
+`TooLarge` 413, else 400) and the request and response models (pydantic) FastAPI validates and documents.
 
 Problem lists (`POST /v1/problems`) are not modelled here: they are validated by the problem-file schema
 (`problems.records.problem_from_dict`), all or nothing, exactly as a JSONL file is.
@@ -6,7 +7,77 @@ Problem lists (`POST /v1/problems`) are not modelled here: they are validated by
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict, Field
+
+from galahad.flywheel.errors import GalahadError
+
+# -- what a request may carry ----------------------------------------------------------------------
+
+_ID = re.compile(r"[0-9a-f]{64}")  # matched whole (fullmatch): a trailing newline is no id
+
+
+class NotFound(GalahadError):
+    """An unknown id (HTTP 404)."""
+
+
+class TooLarge(GalahadError):
+    """A body or text over the service's limits (HTTP 413)."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def checked_text(value: object, name: str, limit: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise GalahadError(f"{name} must be a non-empty string")
+    if len(value) > limit:
+        raise TooLarge(f"{name} is {len(value)} characters; the limit is {limit}")
+    if "\x00" in value:
+        raise GalahadError(f"{name} contains a NUL character")
+    if _SURROGATE.search(value):
+        raise GalahadError(f"{name} contains a lone surrogate (not valid Unicode text)")
+    return value
+
+
+def clean_strings(obj: object, where: str, depth: int = 0) -> None:
+    """Refuse NUL characters and lone surrogates anywhere in a submitted JSON value (400)."""
+    if depth > 8:
+        raise GalahadError(f"{where}: nested too deeply")
+    if isinstance(obj, str):
+        if "\x00" in obj or _SURROGATE.search(obj):
+            raise GalahadError(f"{where}: contains a NUL character or a lone surrogate")
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            clean_strings(k, where, depth + 1)
+            clean_strings(v, f"{where}.{str(k)[:40]}", depth + 1)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            clean_strings(v, f"{where}[{i}]", depth + 1)
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How a caller asks the answer decoded; the defaults are `/v1/solve`'s (one greedy answer)."""
+
+    max_tokens: int | None = None  # a cap on each decode (None: the service's budgets)
+    n: int = 1  # > 1: n answers sampled from the answering route's context
+    temperature: float = 1.0  # the sampled answers' temperature (n > 1 only; one answer is greedy)
+    seed: int = 0  # sample i draws from seed + i
+    logprobs: int | None = None  # None: none; k: each decoded token's logprob and its k most likely tokens
+    stop: tuple[str, ...] = ()  # the answer cut before the first of these strings
+
+    @property
+    def sampled(self) -> bool:
+        return self.n > 1
+
+
+def checked_id(value: str, what: str) -> str:
+    if not _ID.fullmatch(value):
+        raise NotFound(f"unknown {what} {value[:80]!r} (ids are 64 lowercase hex characters)")
+    return value
 
 
 class SolveRequest(BaseModel):

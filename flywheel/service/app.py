@@ -45,8 +45,16 @@ from galahad.flywheel.config import DEFAULTS, Paths, ServiceConfig
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.service import request as per_request
 from galahad.flywheel.service import security, timing
-from galahad.flywheel.service.answering import Answering, Decoding, NotFound, TooLarge
-from galahad.flywheel.service.api import ProblemStatus, SolveRequest, SolveResult, SubmitResponse
+from galahad.flywheel.service.answering import Answering
+from galahad.flywheel.service.api import (
+    Decoding,
+    NotFound,
+    ProblemStatus,
+    SolveRequest,
+    SolveResult,
+    SubmitResponse,
+    TooLarge,
+)
 from galahad.flywheel.service.binding import LOOPBACK, bind_replica_grpc_to
 from galahad.flywheel.service.docs_page import router as docs_router
 from galahad.flywheel.service.metrics import CONTENT_TYPE, Metrics

@@ -14,6 +14,8 @@ from fastapi import APIRouter
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 
+from galahad.flywheel.service.api import NotFound
+
 ASSETS = {"swagger-ui-bundle.js": "text/javascript; charset=utf-8", "swagger-ui.css": "text/css; charset=utf-8",
           "favicon-32x32.png": "image/png"}
 ASSET_PREFIX = "/docs/assets/"
@@ -37,8 +39,6 @@ def docs() -> HTMLResponse:
 
 @router.get(ASSET_PREFIX + "{name}")
 def asset(name: str) -> FileResponse:
-    from galahad.flywheel.service.answering import NotFound
-
     if name not in ASSETS:  # a fixed list: no path from the request ever reaches the filesystem
         raise NotFound(f"no docs asset {name[:80]!r}")
     return FileResponse(assets_dir() / name, media_type=ASSETS[name],

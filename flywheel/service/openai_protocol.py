@@ -29,8 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.service.answering import Decoding, NotFound
-from galahad.flywheel.service.api import SolveResult
+from galahad.flywheel.service.api import Decoding, NotFound, SolveResult
 
 PREFIXES = ("/v1/chat/", "/v1/completions", "/v1/models")
 ROLES = ("system", "developer", "user", "assistant")

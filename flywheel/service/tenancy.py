@@ -33,8 +33,8 @@ from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.memory.solver import Solver
 from galahad.flywheel.problems.records import problem_hash
 from galahad.flywheel.problems.scope_ids import SHARED, library_scope, scoped_id
-from galahad.flywheel.service.answering import Answering, NotFound, _id, _text
-from galahad.flywheel.service.api import SolveResult
+from galahad.flywheel.service.answering import Answering
+from galahad.flywheel.service.api import NotFound, SolveResult, checked_id, checked_text
 from galahad.flywheel.service.security import Caller
 
 WINDOW_S = 60.0
@@ -134,7 +134,7 @@ class TenantAnswering(Answering):
     # -- reads: this scope and shared's; another scope's ids are not found --------------------------
 
     def problem(self, problem_id: str) -> dict[str, Any]:
-        if self.catalog.scopes.problem(self.scope, _id(problem_id, "problem")) is None:
+        if self.catalog.scopes.problem(self.scope, checked_id(problem_id, "problem")) is None:
             raise NotFound(f"unknown problem {problem_id}")
         return super().problem(problem_id)
 
@@ -142,12 +142,12 @@ class TenantAnswering(Answering):
         return self.catalog.scopes.stats(self.scope)
 
     def find(self, text: object) -> list[dict[str, Any]]:
-        text = _text(text, "text", self.config.max_problem_chars)
+        text = checked_text(text, "text", self.config.max_problem_chars)
         keep = ("id", "text", "status", "topic", "template", "source", "external_id")
         return [{k: r.get(k) for k in keep} for r in self.catalog.scopes.find(self.scope, text, self.config.max_find)]
 
     def _visible(self, artifact_id: str) -> str:
-        if not self.catalog.scopes.artifact_visible(self.scope, _id(artifact_id, "artifact")):
+        if not self.catalog.scopes.artifact_visible(self.scope, checked_id(artifact_id, "artifact")):
             raise NotFound(f"unknown artifact {artifact_id}")
         return artifact_id
 
