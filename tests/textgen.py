@@ -80,7 +80,8 @@ def _alternatives(node) -> list[tuple]:
         table = BIN if node[0] == "b" else UN
         ph = table[node[1]]
         for t, alt in table.items():
-            if t != node[1] and alt.group == ph.group and alt.form == ph.form and _same_level(ph, alt):
+            if t != node[1] and alt.group == ph.group and alt.form == ph.form and _same_level(ph, alt) \
+                    and "~/" not in t + node[1]:
                 out.append((node[0], t, *node[2:]))
     elif node[0] in ("C", "C2"):
         dims = W.UNITS[node[3] if node[0] == "C" else node[6]]

@@ -26,7 +26,8 @@ def _latex(t: str) -> bool:
 
 
 WORD_BIN = [t for t, p in BIN.items() if p.group == "arith" and p.form in ("infix", "closed", "imp")]
-SYM_BIN = [t for t, p in BIN.items() if p.form in ("sym", "tight") and not _latex(t)]
+SLASH = "{0} ~/ ~{1}"  # "5/0" reads like the fraction 5/0: only between whole numbers, alone
+SYM_BIN = [t for t, p in BIN.items() if p.form in ("sym", "tight") and not _latex(t) and t != SLASH]
 LATEX_BIN = [t for t, p in BIN.items() if _latex(t)] + ["{0} + {1}", "{0} - {1}"]
 PCT_BIN = [t for t, p in BIN.items() if p.group == "pct" and "tip" not in t]
 WORD_UN = [t for t, p in UN.items() if p.form in ("pre", "post")]
@@ -273,6 +274,9 @@ def negation(spec: tuple, rng: random.Random) -> tuple | None:
 
 def compose_binary(rng: random.Random) -> tuple:
     style = _style(rng)
+    if style == "sym" and rng.random() < 0.1:
+        a, b = (("n", ("int", rng.choice([rng.randint(1, 30), 0]), _var(rng))) for _ in range(2))
+        return _top(("b", SLASH, a, b), style, rng)
     tpl = rng.choice(_pool(style) + (["{0} of {1}"] * 2 if style == "word" else []))
     return _top(binary_node(tpl, style, rng), style, rng)
 
