@@ -99,6 +99,9 @@ def test_other_runtime_or_model_is_refused(engine, model_cache):
     with pytest.raises(IntegrityError, match="runtime fingerprint mismatch"):
         restore(other, [art])
     changed = load_model("tiny", model_cache, RT)
+    # the loaded weights are read-only views of the shared snapshot: change a private copy (kept tied)
+    head = torch.nn.Parameter(changed.model.lm_head.weight.detach().clone())
+    changed.model.lm_head.weight = changed.model.model.embed_tokens.weight = head
     with torch.no_grad():
         changed.model.lm_head.weight[0, 0] += 1.0
     from galahad.workers.model_loader import model_fingerprint

@@ -10,6 +10,11 @@ whatever the architecture. An artifact made by one model is refused by any other
 A model's architecture must have an adapter (workers/arch/): `check_spec` refuses any other, in one line,
 from its config.json alone, before any worker is started; `load_model` then holds the adapter's statement
 to the model transformers built (`Architecture.check_model`).
+
+An fp32 snapshot loaded on the CPU is held as read-only views of one shared mapping of its safetensors file
+(`workers/shared_weights.py`): every process of a machine that loads it reads the same pages, and a write to
+a weight fails; any other snapshot, dtype or device keeps transformers' tensors (`LoadedModel.weights` says
+which, and why).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +36,7 @@ from galahad.flywheel.errors import GalahadError
 from galahad.workers import arch as arches
 from galahad.workers.arch import Architecture
 from galahad.workers.runtime import RuntimeConfig
+from galahad.workers.shared_weights import drop_tokenizer_copies, share_weights, trim_heap
 
 GEMMA = "gemma3-270m"
 TINY = "tiny"
@@ -46,6 +52,7 @@ class LoadedModel:
     layer_kinds: tuple[str, ...]  # "full" or "sliding:W" per layer
     context_window: int
     arch: Architecture  # the family's adapter: what each layer's KV holds, how positions enter it
+    weights: dict = field(default_factory=dict)  # how they are held: shared_weights.share_weights' report
 
     @functools.cached_property
     def windows(self) -> tuple[int | None, ...]:
@@ -241,7 +248,8 @@ def model_fingerprint(model: Any, tokenizer: Any) -> str:
     for name, tensor in sorted(model.state_dict().items()):
         t = tensor.detach().to("cpu").contiguous()
         h.update(f"{name}|{t.dtype}|{tuple(t.shape)}\n".encode())
-        h.update(t.view(-1).view(dtype=__import__("torch").uint8).numpy().tobytes() if t.numel() else b"")
+        if t.numel():  # the bytes in place (a shared mapping is read, never copied)
+            h.update(t.view(-1).view(dtype=__import__("torch").uint8).numpy())
     cfg = model.config.to_dict()
     for volatile in ("transformers_version", "_name_or_path", "dtype", "torch_dtype", "_attn_implementation"):
         cfg.pop(volatile, None)
@@ -315,6 +323,11 @@ def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
         tokenizer = AutoTokenizer.from_pretrained(folder)
     except (OSError, ValueError) as exc:
         raise GalahadError(f"model {spec!r} failed to load: {str(exc).splitlines()[0]}") from exc
+    drop_tokenizer_copies(tokenizer)
+    # fp32 on the CPU: every weight becomes a read-only view of the snapshot's shared mapping (one copy per
+    # machine); other dtypes and devices keep transformers' tensors.
+    weights = (share_weights(model, folder) if str(runtime.device) == "cpu" and runtime.dtype == "float32"
+               else {"shared": False, "reason": f"device {runtime.device}, dtype {runtime.dtype}"})
     model = model.to(runtime.device).eval()
     cfg = model.config
     try:
@@ -327,7 +340,7 @@ def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
         mode.prepare(model, lambda: weight_codes(spec, cache, folder))
     except GalahadError as exc:
         raise GalahadError(f"model {spec!r} failed to load: {exc}") from None
-    return LoadedModel(
+    loaded = LoadedModel(
         name=spec if spec in (GEMMA, TINY) else str(Path(spec).expanduser() if spec.endswith(".gguf") else folder),
         model=model,
         tokenizer=tokenizer,
@@ -335,4 +348,7 @@ def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
         layer_kinds=tuple(s.kind for s in adapter.layers(cfg)),
         context_window=adapter.context_window(cfg),
         arch=adapter,
+        weights=weights,
     )
+    trim_heap()
+    return loaded
