@@ -27,3 +27,10 @@ def test_a_refuted_answer_becomes_the_computed_value_unless_the_policy_is_model(
         assert by_policy(kept) == kept and by_policy(kept, "model") == kept
     with pytest.raises(GalahadError, match="answer_policy must be one of computed, model"):
         by_policy(refuted, "gold")
+
+
+def test_every_eval_manifest_says_it_measured_the_model(tmp_path):
+    from galahad.flywheel.evals.evidence import read_manifest, write_manifest
+
+    path = write_manifest({"kind": "recurrence", "config": {}, "records": [], "scores": {}}, tmp_path / "m.json")
+    assert read_manifest(path)["answer_policy"] == "model"

@@ -2,7 +2,9 @@
 
 A manifest can be re-checked without the engine (`rescore`: recompute every verdict and score from the
 recorded outputs, check every output hash and the manifest's own hash) and re-run elsewhere (`replay`:
-recompute the outputs and compare their hashes). Hashes are SHA-256 over canonical JSON.
+recompute the outputs and compare their hashes). Hashes are SHA-256 over canonical JSON. Every manifest
+says which answer policy it measured under (`answer_policy`): always `model`, the model's own answers, a
+refuted one scored as the model gave it, never replaced by the computed value (`memory/solver.by_policy`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.safe_json import loads as safe_loads
 
 MANIFEST_VERSION = 1
+ANSWER_POLICY = "model"  # what every eval measures: the model itself (`config.ANSWER_POLICIES`)
 MAX_MANIFEST_BYTES = 1 << 30
 
 
@@ -41,8 +44,9 @@ def seal(manifest: dict) -> dict:
 
 
 def sealed(manifest: dict) -> dict:
-    """The manifest as `write_manifest` writes it: its version added, sealed (`manifest_sha256`: its id)."""
-    return seal({"manifest_version": MANIFEST_VERSION, **manifest})
+    """The manifest as `write_manifest` writes it: its version and answer policy added, sealed
+    (`manifest_sha256`: its id)."""
+    return seal({"manifest_version": MANIFEST_VERSION, "answer_policy": ANSWER_POLICY, **manifest})
 
 
 def write_manifest(manifest: dict, path: Path) -> Path:
