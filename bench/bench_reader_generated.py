@@ -66,10 +66,12 @@ def measure(n: int, seed: int, properties: int) -> tuple[dict, dict, dict]:
         "keyed": sum(got[it.text][0] is not None for it in items),
         "wrong_values": count.get("wrong value", 0), "keyed_undefined": count.get("keyed undefined", 0),
         "keyed_ambiguous": count.get("keyed ambiguous", 0), "joins": count.get("join", 0),
+        "reader_raised": count.get("reader raised", 0),
         "property_sample": len(sample),
         "property_sample_keyed": sum(got[it.text][0] is not None for it in sample),
         "property_failures": {k: v for k, v in count.items()
-                              if k not in ("wrong value", "keyed undefined", "keyed ambiguous", "join")},
+                              if k not in ("wrong value", "keyed undefined", "keyed ambiguous", "join",
+                                           "reader raised")},
         "generator_conflicts": len(corpus.conflicts),
         "ms_per_text": {"median": round(statistics.median(ms), 3), "p99": round(ms[int(0.99 * (len(ms) - 1))], 3),
                         "max": round(ms[-1], 1)},

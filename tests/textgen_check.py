@@ -18,16 +18,22 @@ from textgen_words import leaf_value
 
 from galahad.flywheel.problems.canonical import canonical_key, value
 
-Got = dict[str, tuple]  # text -> (key, value, ms)
+Got = dict[str, tuple]  # text -> (key, value, ms); ERRORS[text]: what the reader raised on it
+ERRORS: dict[str, str] = {}
 
 
 def read(texts, got: Got | None = None) -> Got:
+    """Key and value of each text, timed; a text the reader raises on is unkeyed and noted in ERRORS."""
     got = {} if got is None else got
     for t in texts:
         if t not in got:
             t0 = time.perf_counter()
-            k = canonical_key(t)
-            v = value(t) if k is not None else None
+            try:
+                k = canonical_key(t)
+                v = value(t) if k is not None else None
+            except Exception as e:  # noqa: BLE001 - a failure to report, not to stop at
+                k = v = None
+                ERRORS[t] = f"{type(e).__name__}: {e}"
             got[t] = (k, v, (time.perf_counter() - t0) * 1000)
     return got
 
@@ -50,6 +56,8 @@ def failures(items: list[Item], got: Got) -> dict[str, list[str]]:
     by_key: dict[str, list[Item]] = defaultdict(list)
     for it in items:
         k, v, _ = got[it.text]
+        if it.text in ERRORS:
+            out[f"reader raised | {it.cls}"].append(f"{it.text!r}  {ERRORS[it.text]}")
         if k is None:
             continue
         if it.status != "ok":
