@@ -1,6 +1,6 @@
 """Verifier latency and accuracy on the labeled set, and on a flywheel-like workload.
 
-    python bench/bench_verifier.py [--repeats 3] [--json]
+    python bench/bench_verifier.py [--repeats 3] [--pairs N] [--flywheel 1000] [--json]
 
 Workers are started (and warmed) before any timing. "first sight" times each labeled pair the first
 time the worker sees it (no parse cache); "repeat" times later passes over the same pairs; "flywheel"
@@ -43,8 +43,8 @@ def timed(verifier: Verifier, gold: str, output: str):
     return verdict, time.perf_counter() - start
 
 
-def labeled(repeats: int) -> dict:
-    rows = [json.loads(line) for line in PAIRS.read_text(encoding="utf-8").splitlines() if line.strip()]
+def labeled(repeats: int, pairs: int | None = None) -> dict:
+    rows = [json.loads(line) for line in PAIRS.read_text(encoding="utf-8").splitlines() if line.strip()][:pairs]
     strict, lenient = Verifier(), Verifier(VerifierConfig(strip_units=True))
     strict.warm()
     lenient.warm()
@@ -85,9 +85,11 @@ def flywheel(n: int = 1000) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="timed passes after the first sight")
+    parser.add_argument("--pairs", type=int, default=None, help="only the first N labeled pairs (default: all)")
+    parser.add_argument("--flywheel", type=int, default=1000, help="checks in the flywheel-like workload")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    result = {"version": VERSION, "labeled": labeled(args.repeats), "flywheel": flywheel()}
+    result = {"version": VERSION, "labeled": labeled(args.repeats, args.pairs), "flywheel": flywheel(args.flywheel)}
     if args.json:
         print(json.dumps(result, indent=2))
         return
