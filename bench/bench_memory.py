@@ -14,7 +14,9 @@ Reported: every live process of the server's session (the driver and the Ray clu
 session id: Ray actors are separate processes) with its name (`ray::Class` for an actor, from its command
 line), VmRSS (/proc/PID/status) and Pss (/proc/PID/smaps_rollup: shared pages split among their sharers),
 in MB, and the 4 mappings that hold most of its Pss (by file, anonymous memory as `[anon]`: which copy of the
-weights it holds, private or shared); the totals; the process count; the CPU model and the load. Then the server is stopped (SIGTERM, wait)
+weights it holds, private or shared); the totals; `tree_once_mb`, the tree's memory with each file's shared
+pages counted once (Pss splits a page with processes outside the tree too, e.g. another server on the same
+snapshot); the process count; the CPU model and the load. Then the server is stopped (SIGTERM, wait)
 and whatever is left of its session is killed by PID. The last stdout line with --json is one JSON object.
 """
 
@@ -40,35 +42,59 @@ QUESTIONS = ("What is 3 + 4?", "What is 6 * 7?")
 ACTORS = ("ray::GeneratorActor", "ray::DepositorActor")
 
 
-def top_mappings(pid: int, n: int = 4) -> list[dict]:
-    """The `n` mappings of a process that hold the most Pss, by file (anonymous memory as one `[anon]`):
-    {"what", "rss_mb", "pss_mb", "private_mb"}; which copy a process holds."""
+def mappings(pid: int) -> dict[str, list[int]]:
+    """A process's mappings by file (anonymous memory as one `[anon]`, the heap as `[heap]`): [Rss, Pss,
+    Private_Clean + Private_Dirty, Shared_Clean + Shared_Dirty] in kB, from /proc/PID/smaps."""
     by: dict[str, list[int]] = {}
     what = None
     try:
         lines = Path(f"/proc/{pid}/smaps").read_text().splitlines()
     except OSError:
-        return []
+        return {}
+    slot = {"Rss:": 0, "Pss:": 1, "Private_Clean:": 2, "Private_Dirty:": 2, "Shared_Clean:": 3, "Shared_Dirty:": 3}
     for line in lines:
         cols = line.split()
         if "-" in cols[0] and len(cols) >= 5 and ":" in cols[3]:
             what = cols[5] if len(cols) > 5 and not cols[5].startswith("[stack") else "[anon]"
-            by.setdefault(what, [0, 0, 0])
-        elif what is not None and cols[0] in ("Rss:", "Pss:", "Private_Clean:", "Private_Dirty:"):
-            i = {"Rss:": 0, "Pss:": 1}.get(cols[0], 2)
-            by[what][i] += int(cols[1])
+            by.setdefault(what, [0, 0, 0, 0])
+        elif what is not None and cols[0] in slot:
+            by[what][slot[cols[0]]] += int(cols[1])
+    return by
+
+
+def top_mappings(by: dict[str, list[int]], n: int = 4) -> list[dict]:
+    """The `n` mappings that hold the most of a process's Pss: which copy of the weights it holds, private or
+    shared."""
     top = sorted(by.items(), key=lambda kv: -kv[1][1])[:n]
     return [{"what": k, "rss_mb": round(v[0] / 1024, 1), "pss_mb": round(v[1] / 1024, 1),
-             "private_mb": round(v[2] / 1024, 1)} for k, v in top]
+             "private_mb": round(v[2] / 1024, 1), "shared_mb": round(v[3] / 1024, 1)} for k, v in top]
+
+
+def tree_once(maps: list[dict[str, list[int]]]) -> float:
+    """The tree's resident memory with each file's shared pages counted once (MB): every private page, plus
+    per file the most any process of the tree maps of it shared (anonymous shared pages count in each
+    process). Unlike Pss it does not shrink when a process outside the tree maps the same file."""
+    private, shared = 0, {}
+    for by in maps:
+        for what, (_, _, priv, shr) in by.items():
+            private += priv
+            if what.startswith("/"):
+                shared[what] = max(shared.get(what, 0), shr)
+            else:
+                private += shr
+    return round((private + sum(shared.values())) / 1024, 1)
 
 
 def measure(server: Served, detail: bool = False) -> dict:
     rss, pss, each = session_memory(server.session())
     rows = sorted(({"pid": int(pid), **p} for pid, p in each.items()), key=lambda r: -r["rss_mb"])
+    out = {"rss_mb": round(rss, 1), "pss_mb": round(pss, 1), "processes": len(rows), "by_process": rows}
     if detail:
-        for r in rows:
-            r["top_mappings"] = top_mappings(r["pid"])
-    return {"rss_mb": round(rss, 1), "pss_mb": round(pss, 1), "processes": len(rows), "by_process": rows}
+        maps = [mappings(r["pid"]) for r in rows]
+        for r, by in zip(rows, maps, strict=True):
+            r["top_mappings"] = top_mappings(by)
+        out["tree_once_mb"] = tree_once(maps)
+    return out
 
 
 def settle(server: Served, seconds: float, limit: float = 300.0) -> tuple[dict, float]:
@@ -133,7 +159,8 @@ def main() -> int:
     if not args.json:
         for r in report["by_process"]:
             print(f"{r['pid']:>8} {r['name']:<28} rss {r['rss_mb']:8.1f} MB  pss {r['pss_mb']:8.1f} MB", file=sys.stderr)
-        print(f"total rss {report['rss_mb']} MB, pss {report['pss_mb']} MB, {report['processes']} processes",
+        print(f"total rss {report['rss_mb']} MB, pss {report['pss_mb']} MB, each page once {report['tree_once_mb']} MB, "
+              f"{report['processes']} processes",
               file=sys.stderr)
     print(json.dumps(report) if args.json else json.dumps(report, indent=1))
     return 0 if report["serve_exit"] == 0 else 1
