@@ -34,3 +34,41 @@ def test_every_eval_manifest_says_it_measured_the_model(tmp_path):
 
     path = write_manifest({"kind": "recurrence", "config": {}, "records": [], "scores": {}}, tmp_path / "m.json")
     assert read_manifest(path)["answer_policy"] == "model"
+
+
+def test_the_service_answers_the_value_its_check_knows_and_retries_a_failed_problem(tmp_path, model_cache):
+    """Answering on the tiny model (it does not know 15 + 27): the default policy answers 42, verified, the
+    model's answer beside it; `model` gives the model's answer labelled wrong; a failed problem asked again
+    is queued again once its backoff has passed; /v1/problems/{id} says who wrote a verified solution."""
+    from local_depositor import local_memory, verify_and_deposit
+
+    from galahad.flywheel.catalog import problem_hash
+    from galahad.flywheel.config import LoopConfig
+    from galahad.flywheel.service.answering import Answering
+    from galahad.flywheel.service.api import Decoding
+    from galahad.verifier.verifier import Verifier
+
+    text = "What is 15 + 27?"
+    with local_memory(tmp_path, model_cache) as (dep, catalog, store, _):
+        a = Answering(dep.engine, catalog, store)
+        model = a.solve(text, decoding=Decoding(answer_policy="model"))
+        assert model.path == "base" and model.model_answer is None and model.computed == "42"
+        ours = a.solve(text)
+        if model.verified is False:  # the model's answer refuted: the caller gets the value
+            assert (ours.answer, ours.path, ours.verified, ours.model_answer, ours.gold_source, ours.reason) == (
+                "42", "computed", True, model.answer, "computed", None)
+            assert ours.choices[0].model_answer == model.answer and ours.choices[0].verified is True
+        else:  # the model was right: nothing to replace
+            assert Verifier().check_answer("42", model.answer).verified and ours.path == "base"
+        pid = problem_hash(text)
+        row = catalog.queue.claim(1, "w", 60.0)[0]
+        catalog.queue.mark(row["id"], "failed", {"attempts": 1, "distinct_answers": 1, "no_answer": 0,
+                                                 "most_common": None, "closest": None})
+        a.loop = LoopConfig(retry_delay_seconds=1e9)
+        assert a.solve(text).queued is False  # its backoff has not passed
+        a.loop = LoopConfig(retry_delay_seconds=0)
+        assert a.solve(text).queued is True and catalog.problems.get(pid)["status"] == "pending"
+        verify_and_deposit(dep, pid, "42")
+        assert a.problem(pid)["solution"] == "sampled"
+        again = a.solve(text)  # the tiny model does not copy its graft: the recall does not verify, the value answers
+        assert again.answer == "42" and again.verified is True and again.solution is None

@@ -24,6 +24,7 @@ from galahad.flywheel.cli.cmd_solve import mark
 from galahad.flywheel.evals.gate_evidence import evidence
 from galahad.flywheel.memory.solver import Answer, Solver
 from galahad.flywheel.service.answering import Answering
+from galahad.flywheel.service.api import Decoding
 from galahad.verifier.verifier import Verifier
 
 
@@ -129,7 +130,7 @@ def test_gate_evidence_from_an_eval_manifest():
 def test_the_service_queues_a_computable_text_with_its_computed_gold(memory):
     dep, catalog, store, _ = memory
     a = Answering(dep.engine, catalog, store)
-    out = a.solve("What is 15 + 27?")
+    out = a.solve("What is 15 + 27?", decoding=Decoding(answer_policy="model"))  # the model's own labels
     assert out.path == "base" and out.computed == "42" and out.verified is _judge("42", out.answer)
     assert out.reason == (None if out.verified else "wrong: computed value is 42, read as 15 + 27")
     assert out.queued is True  # not memory's answer: learned from use, with the value as its gold
@@ -164,7 +165,7 @@ def test_checked_answers_over_http_and_the_cli(tmp_path, model_cache):
     env = serve_env(model_cache)
     seed_solution(data, "tiny", model_cache, "What is 2 + 3?", "5", template="add")
     with serving(data, ["--model", "tiny", "--no-learn"], env) as served:
-        code, ans = served.json("POST", "/v1/solve", {"problem": "What is 15 + 27?"})
+        code, ans = served.json("POST", "/v1/solve", {"problem": "What is 15 + 27?", "answer_policy": "model"})
         assert code == 200, ans
         assert ans["path"] == "base"  # the gate of template:add holds no evidence: no transfer
         assert ans["computed"] == "42" and ans["verified"] is _judge("42", ans["answer"]), ans
@@ -174,13 +175,13 @@ def test_checked_answers_over_http_and_the_cli(tmp_path, model_cache):
         assert code == 200 and status["status"] in ("pending", "claimed"), status
         code, other = served.json("POST", "/v1/solve", {"problem": "Name the capital of France."})
         assert code == 200 and other["verified"] is None and other["queued"] is False
-    proc = subprocess.run([*GALAHAD, "--data", str(data), "solve", "What is 15 + 27?", "--model", "tiny"],
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([*GALAHAD, "--data", str(data), "solve", "What is 15 + 27?", "--model", "tiny",
+                           "--answer-policy", "model"], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     answer, detail = proc.stdout.splitlines()
     want = "verified" if _judge("42", answer) else "wrong (computed value differs: 42)"
     assert detail.strip().startswith(f"{want}, path base"), proc.stdout
-    proc = subprocess.run([*GALAHAD, "--data", str(data), "solve", "What is 15 + 27?", "--model", "tiny", "--json"],
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([*GALAHAD, "--data", str(data), "solve", "What is 15 + 27?", "--model", "tiny", "--json",
+                           "--answer-policy", "model"], env=env, capture_output=True, text=True, timeout=300)
     out = json.loads(proc.stdout)
     assert out["verified"] is _judge("42", out["answer"]) and out["computed"] == "42"

@@ -7,7 +7,10 @@ forward), walk (`Solver.solve`, under the engine lock: its deterministic runtime
 settings; a recall already decoded is read from the memo, `recall_memo.py`), choices, verdict, learn, render
 (one `api.SolveResult`); each step adds its stage to the request's `Server-Timing` (`timing.py`). `verified`
 is memory's word (the catalog's verified answer to this same problem) or the verifier's check of the answer
-against the text's computed value (`Solver.check_computed`); a caller's gold only sets `matches_gold`.
+against the text's computed value (`Solver.check_computed`); a caller's gold only sets `matches_gold`. Where
+the computed value refutes the model's answer, the caller gets the value (`path: computed`, verified, the
+model's answer as `model_answer`) unless the request or server says `answer_policy: model` (`by_policy`).
+A failed problem asked again is tried again (`queue`: `catalog.queue.retry`, with backoff).
 Problems reach the learner only through `app.intake.admit` (golds checked, conflicts refused: 409, each
 recorded with who gave it); a computable text memory did not verify is learned from use, its computed value
 its gold (`gold_source: computed`, `queued: true`).
@@ -28,11 +31,11 @@ from typing import Any
 from galahad.flywheel.app.intake import GoldConflict, admit
 from galahad.flywheel.artifacts.store import BlobStore, sha256_hex
 from galahad.flywheel.catalog import Catalog, problem_hash
-from galahad.flywheel.config import ServiceConfig
+from galahad.flywheel.config import DEFAULTS, ServiceConfig
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.memory.recall import Recalled, answer_decode, render
-from galahad.flywheel.memory.solver import RECALLS, Answer, Decodes, Route, Solver, Step
-from galahad.flywheel.problems.golds import check_gold
+from galahad.flywheel.memory.solver import RECALLS, Answer, Decodes, Route, Solver, Step, by_policy
+from galahad.flywheel.problems.golds import COMPUTED, check_gold
 from galahad.flywheel.problems.prompts import ANSWER_STOP, answer_from_output
 from galahad.flywheel.problems.records import Problem, problem_from_dict
 from galahad.flywheel.service import timing
@@ -69,6 +72,7 @@ class Answering:
         self.solver = solver or Solver(engine, catalog, store)
         self.verifier: Verifier = self.solver.verifier
         self.lock = threading.Lock()
+        self.loop = DEFAULTS.loop  # a failed problem asked again: its retry's tries and backoff (`queue.retry`)
         self.memo = RecallMemo(self.config.recall_memo)  # recall decodes already computed (`recall_memo.py`)
 
     @property
@@ -85,7 +89,7 @@ class Answering:
             timing.add("wait", time.perf_counter() - t1)
             ans, step = self.walk(problem, how)
             t2 = time.perf_counter()
-            choices = self.choices(step, ans, how, gold)
+            choices = self.by_policy(self.choices(step, ans, how, gold), ans, how, gold)
         t3 = time.perf_counter()
         timing.add("choices", t3 - t2)
         queued = self.learn(problem, gold, ans, self.verdict(problem, gold, ans))
@@ -153,15 +157,32 @@ class Answering:
             log.warning("problem %s not queued: %s", problem_hash(problem)[:16], exc)
             return False
 
+    def by_policy(self, choices: list[Choice], ans: Answer, how: Decoding, gold: str | None) -> list[Choice]:
+        """What the caller gets (`solver.by_policy`): under `computed` (the server's default unless it or the
+        request says `model`), each choice the computed value refutes answers the value, verified, with the
+        model's answer beside it (`model_answer`); under `model` the choices as the model gave them."""
+        policy = how.answer_policy or self.config.answer_policy
+        out = []
+        for c in choices:
+            got = by_policy(Answer(c.answer, ans.path, c.decode_tokens, 0.0, c.answer, verified=c.verified,
+                                   computed=ans.computed), policy)
+            out.append(c if got.model_answer is None else c.model_copy(update={
+                "answer": got.answer, "verified": True, "model_answer": got.model_answer, "finish_reason": "stop",
+                "matches_gold": None if gold is None else self._matches(gold, got.answer)}))
+        return out
+
     def render(self, problem: str, ans: Answer, step: Step, choices: list[Choice], queued: bool,
                seconds: float) -> SolveResult:
         walked, first = step.decoded, choices[0]
         verified = _all([c.verified for c in choices])
         reason = (Solver.wrong(ans) if ans.computed else ans.reason) if verified is False else None
+        path = "computed" if first.model_answer is not None else ans.path  # the value answered: the model's refuted
+        gold_source = COMPUTED if path == "computed" else ans.gold_source
         return SolveResult(
-            answer=first.answer, path=ans.path, verified=verified, reason=reason, computed=ans.computed,
-            reading=ans.reading, matches_gold=_all([c.matches_gold for c in choices]),
-            gold_source=ans.gold_source if verified else None, matched_problem=ans.matched_problem,
+            answer=first.answer, path=path, verified=verified, reason=reason, computed=ans.computed,
+            reading=ans.reading, matches_gold=_all([c.matches_gold for c in choices]), model_answer=first.model_answer,
+            solution=ans.solution if verified and path in RECALLS else None,
+            gold_source=gold_source if verified else None, matched_problem=ans.matched_problem,
             decode_tokens=sum(c.decode_tokens for c in choices), grafted_artifacts=list(ans.grafted_artifacts),
             grafted_tokens=walked.start, prompt_tokens=walked.start + len(walked.prompt_token_ids),
             model_fingerprint=self.engine.model_fingerprint, runtime_fingerprint=self.engine.runtime_fingerprint,
@@ -221,6 +242,9 @@ class Answering:
                     template=match.get("template") or topic, source=API_SOURCE)
         pid = admit(self.catalog, [p], ["gold"], self.caller, scope=self.scope)[0]
         row = self.catalog.problems.by_hash(pid)
+        if row is not None and row["status"] == "failed":  # asked again: tried again, with backoff (`queue.retry`)
+            if self.catalog.queue.retry(pid, self.loop.retry_tries, self.loop.retry_delay_seconds):
+                row = self.catalog.problems.by_hash(pid)
         return row is not None and row["status"] in QUEUED
 
     # -- problems ----------------------------------------------------------------------------------
@@ -256,6 +280,7 @@ class Answering:
         return {"id": row["id"], "text": row["text"], "status": row["status"],
                 "attempts": len(self.catalog.runs.attempts(problem_id)),
                 "verified_answer": answer_from_output(sol["output_text"]) if sol else None,
+                "solution": sol.get("provenance") if sol else None,  # sampled, or gold (a gold solution)
                 "artifact_id": sol.get("artifact_id") if sol else None,
                 "recall_artifact_id": recall["artifact_id"] if recall else None,
                 "failure": row.get("failure") if row["status"] == "failed" else None}  # why (learn/failures.py)

@@ -68,6 +68,9 @@ class Decoding:
     seed: int = 0  # sample i draws from seed + i
     logprobs: int | None = None  # None: none; k: each decoded token's logprob and its k most likely tokens
     stop: tuple[str, ...] = ()  # the answer cut before the first of these strings
+    # Where the computed value refutes the model: the value answers (`computed`) or the model's answer labelled
+    # wrong (`model`); None: the server's (`ServiceConfig.answer_policy`).
+    answer_policy: str | None = None
 
     @property
     def sampled(self) -> bool:
@@ -84,6 +87,7 @@ class SolveRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     problem: str
     gold: str | None = None
+    answer_policy: str | None = None  # `computed` | `model` (`config.ANSWER_POLICIES`); None: the server's
 
 
 class Choice(BaseModel):
@@ -95,6 +99,7 @@ class Choice(BaseModel):
     matches_gold: bool | None
     decode_tokens: int
     logprobs: list[dict] | None = None  # each decoded token's {token, logprob, top} (asked: the OpenAI routes)
+    model_answer: str | None = None  # the model's answer the computed value refuted (then `answer` is the value)
 
 
 class SolveResult(BaseModel):
@@ -103,7 +108,7 @@ class SolveResult(BaseModel):
     (`openai_protocol.extension`)."""
     model_config = ConfigDict(frozen=True)
     answer: str
-    path: str  # hash | key | similar | transfer | base
+    path: str  # hash | key | similar | transfer | base | computed (the value answered: the model's was refuted)
     # True: the catalog's verified answer to this same problem (hash, key), or the answer equals the text's
     # computed value; False: it differs from the computed value (`reason`); None: nothing could check it.
     verified: bool | None
@@ -125,6 +130,8 @@ class SolveResult(BaseModel):
     # Memory knows the problem only through artifacts made under another runtime or model: the one line that
     # says so and what to run (`galahad catalog recompile`); None otherwise.
     memory_note: str | None = None
+    model_answer: str | None = None  # path `computed`: the model's answer the computed value refuted
+    solution: str | None = None  # a verified recall (hash, key): `sampled` (the model's) or `gold` (its gold)
     finish_reason: str = Field(exclude=True)  # the first choice's
     choices: list[Choice] = Field(exclude=True)
 
@@ -156,6 +163,7 @@ class Failure(BaseModel):
     no_answer: int  # attempts that gave no answer at all
     most_common: CommonAnswer | None  # the most frequent wrong answer
     closest: ClosestAnswer | None  # the answer nearest the gold (None: gold or answers not plain numbers)
+    tries: list[dict] | None = None  # every try (a failed problem asked again is retried): try, k, attempts, ...
 
 
 class ProblemStatus(BaseModel):
@@ -164,6 +172,7 @@ class ProblemStatus(BaseModel):
     status: str
     attempts: int
     verified_answer: str | None
+    solution: str | None = None  # who wrote the verified answer: `sampled` (the model) or `gold` (its gold)
     artifact_id: str | None  # its library artifact
     recall_artifact_id: str | None = None  # the artifact recurrence grafts (the solution alone)
     failure: Failure | None = None  # status failed: why; None otherwise (and for problems failed before 0008)

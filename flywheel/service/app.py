@@ -267,7 +267,7 @@ class GalahadApi(OpenAIRoutes, UiRoutes):
         except ValidationError as exc:
             first = exc.errors()[0]
             raise GalahadError(f"{'.'.join(str(p) for p in first['loc']) or 'body'}: {first['msg']}") from None
-        return await self.answer(req.problem, req.gold, "/v1/solve")
+        return await self.answer(req.problem, req.gold, "/v1/solve", Decoding(answer_policy=req.answer_policy))
 
     async def read_json(self, request: Request) -> Any:
         return await json_body(request, self.config.max_body_bytes)

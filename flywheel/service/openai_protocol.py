@@ -225,7 +225,8 @@ def _ask(kind: str, problem: str, body: dict, cap: int, logprobs: int | None) ->
     stop = body.get("stop", ())
     decoding = Decoding(max_tokens=None if cap >= 1 << 62 else cap, n=body.get("n", 1),
                         temperature=float(body.get("temperature", 1.0)), seed=body.get("seed", 0),
-                        logprobs=logprobs, stop=(stop,) if isinstance(stop, str) else tuple(stop))
+                        logprobs=logprobs, stop=(stop,) if isinstance(stop, str) else tuple(stop),
+                        answer_policy=body.get("metadata", {}).get("answer_policy"))
     return Ask(kind, problem, body.get("metadata", {}).get("gold"), bool(body.get("stream")),
                bool((body.get("stream_options") or {}).get("include_usage")), decoding)
 
