@@ -22,6 +22,7 @@ from galahad.flywheel.catalog.bundle_formats import FORMAT, VERSION
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.cli.main import main
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.memory.solver import Solver
 from galahad.flywheel.problems.records import problem_hash
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -29,6 +30,12 @@ from test_catalog_bundle import members, resealed, write_tar  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "bundles"
 FP = ("m0del" + "0" * 59, "runt" + "1" * 60)  # the fixtures' model and runtime fingerprints
+
+
+class FixtureModel:
+    """What routing reads of an engine: its fingerprints (the fixtures' synthetic model answers nothing)."""
+
+    model_fingerprint, runtime_fingerprint = FP
 PROBLEMS = {"What is 2 + 3?": "5", "What is 7 * 6?": "42"}  # what each fixture learned (with a recall artifact)
 # fixture -> (format version, columns defaulted on import)
 FIXTURES = {
@@ -60,6 +67,8 @@ def test_old_bundle_imports_and_is_recalled(name, catalog_url, tmp_path):
             recall = cat.recalls.get(pid, FP)  # recall by hash: the row, then the bytes, hash-checked
             assert recall is not None and sha256_hex(store.get(recall["artifact_id"])) == recall["artifact_id"]
             assert cat.artifacts.get(recall["artifact_id"])["extra"]["problem_id"] == pid
+            route = next(iter(Solver(FixtureModel(), cat, store).routes(text)))  # the solver's first route
+            assert (route.path, route.tail, route.gold) == ("hash", recall["artifact_id"], answer)
         again = import_bundle(cat, store, DATA / name, trust_unsigned=True)  # idempotent
         assert set(again["added"].values()) == {0}
 
