@@ -10,6 +10,7 @@ import itertools
 from local_depositor import local_memory
 
 from galahad.flywheel.app.intake import admit
+from galahad.flywheel.cli.main import main
 from galahad.flywheel.config import LoopConfig
 from galahad.flywheel.learn.background import BackgroundDeposits
 from galahad.flywheel.learn.gold_solutions import trusted_gold
@@ -49,7 +50,7 @@ def test_trusted_gold_is_the_computed_one_only():
     assert trusted_gold({"text": "Name a colour.", "answer": "red", "gold_source": COMPUTED}) is None
 
 
-def test_a_gold_solution_is_deposited_and_recalled_exactly(tmp_path, model_cache):
+def test_a_gold_solution_is_deposited_and_recalled_exactly(tmp_path, model_cache, capsys):
     with local_memory(tmp_path, model_cache) as (dep, catalog, store, _):
         asked = [problem_from_dict({"problem": "What is 7 * 8?", "answer": "56"}),
                  problem_from_dict({"problem": "Name the first colour of the rainbow.", "answer": "red"})]
@@ -80,3 +81,11 @@ def test_a_gold_solution_is_deposited_and_recalled_exactly(tmp_path, model_cache
             assert graft.artifacts == [recall["artifact_id"]]
         assert {catalog.problems.get(pid)["scope"] for pid in solved} == {"shared", "acme"}
         assert catalog.problems.get(given)["status"] == "claimed"  # the loop marks it failed
+        assert catalog.stats()["gold_solutions"] == 2
+        assert {r["provenance"] for r in catalog.activity.latest_verified(5)} == {"gold"}  # /ui's latest
+        capsys.readouterr()
+        argv = ["--data", str(tmp_path / "d"), "catalog", "--catalog", catalog.url, "--store", str(tmp_path / "store"),
+                "show", computed]
+        assert main(argv) == 0
+        shown = capsys.readouterr().out.split("verified solution:")[1]
+        assert "provenance           gold" in shown and "output_text          56" in shown
