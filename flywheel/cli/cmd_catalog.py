@@ -185,7 +185,7 @@ def _show(cat, ref: str, as_json: bool) -> None:
                                               "model_fingerprint", "runtime_fingerprint", "layer_kinds",
                                               "location", "created_at"])
         _fields("verification", lin["verification"], ["id", "verified", "verifier_version", "reason", "created_at"])
-        _fields("attempt", lin["attempt"], ["id", "model_fingerprint", "sampling", "tokens", "seconds",
+        _fields("attempt", lin["attempt"], ["id", "provenance", "model_fingerprint", "sampling", "tokens", "seconds",
                                             "cpu_seconds", "energy_joules", "output_text"])
         _fields("problem", lin["problem"], ["id", "topic", "template", "source", "status", "answer", "text"])
         _fields("run", lin["run"], ["id", "started_at", "finished_at", "config"])
@@ -209,8 +209,9 @@ def _show(cat, ref: str, as_json: bool) -> None:
     for a in attempts:
         a["verdict"] = "; ".join(f"{'ok' if v['verified'] else 'no'} ({v['verifier_version']}: {v['reason']})"
                                  for v in a["verifications"]) or "unverified"
-    _table(attempts, [("id", 12), ("tokens", 7), ("seconds", 8), ("verdict", 50), ("output_text", 40)])
-    _fields("verified solution", best, ["id", "verification_id", "artifact_id", "tokens", "output_text"])
+    _table(attempts, [("id", 12), ("provenance", 10), ("tokens", 7), ("seconds", 8), ("verdict", 50),
+                      ("output_text", 40)])  # provenance: sampled (the model's) or gold (a gold solution)
+    _fields("verified solution", best, ["id", "provenance", "verification_id", "artifact_id", "tokens", "output_text"])
     return None
 
 

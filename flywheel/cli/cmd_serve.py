@@ -27,7 +27,7 @@ from galahad.flywheel.app.storage import is_embedded
 from galahad.flywheel.cli.argtypes import count
 from galahad.flywheel.cli.flags import add_learner_flags, add_prompt_budget_flag, add_solve_queue_flag
 from galahad.flywheel.cli.session import add_storage_args, storage
-from galahad.flywheel.config import DEFAULTS, TOKEN_ENV, ServiceConfig
+from galahad.flywheel.config import ANSWER_POLICIES, DEFAULTS, TOKEN_ENV, ServiceConfig
 from galahad.flywheel.errors import GalahadError
 from galahad.workers.sampling import SamplingConfig
 
@@ -52,6 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-learn", action="store_true", help="answer only: no learner")
     add_prompt_budget_flag(p)
     add_solve_queue_flag(p)
+    p.add_argument("--answer-policy", choices=ANSWER_POLICIES, default=service.answer_policy,
+                   help="where the computed value refutes the model: answer the value (computed, the default) or the "
+                        "model's answer labelled wrong (model); a request may ask either")
     # The flags `run` shares (model, budget, seed, workers, device, cluster): one declaration.
     add_learner_flags(p, role="learner: ")
     add_storage_args(p)
@@ -92,7 +95,8 @@ def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
     from galahad.workers.runtime import DEFAULT_RUNTIME
 
     config = ServiceConfig(host=args.host, port=args.port, replicas=args.replicas,
-                           max_prompt_tokens=args.max_prompt_tokens, max_queued_solves=args.max_queued_solves)
+                           max_prompt_tokens=args.max_prompt_tokens, max_queued_solves=args.max_queued_solves,
+                           answer_policy=args.answer_policy)
     logging.getLogger("ray.serve").setLevel(logging.WARNING)
     cluster.start(args.model, paths, args.address)  # the model snapshot once, before any replica or actor loads it
     stop = {"now": False}
