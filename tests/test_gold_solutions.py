@@ -12,6 +12,8 @@ from local_depositor import local_memory
 from galahad.flywheel.app.intake import admit
 from galahad.flywheel.cli.main import main
 from galahad.flywheel.config import LoopConfig
+from galahad.flywheel.evals.recurrence import candidates
+from galahad.flywheel.evals.spec import Spec, execute
 from galahad.flywheel.learn.background import BackgroundDeposits
 from galahad.flywheel.learn.gold_solutions import trusted_gold
 from galahad.flywheel.learn.loop import Flywheel
@@ -76,9 +78,16 @@ def test_a_gold_solution_is_deposited_and_recalled_exactly(tmp_path, model_cache
             assert art["scope"] == problem["scope"]  # a tenant's gold solution stays in its scope
             query = prompts.query(problem["text"])
             graft = graft_decode(dep.engine, store, recall["artifact_id"], query, 8)
-            fresh = graft_decode(dep.engine, store, recall["artifact_id"], query, 8, recompute=True)
-            assert graft.output_token_ids == fresh.output_token_ids and graft.output_text == fresh.output_text
             assert graft.artifacts == [recall["artifact_id"]]
+        covered = [p for p in candidates(catalog, None) if p["id"] in solved]  # what `eval recurrence` covers
+        assert len(covered) == 2
+        for p in covered:  # the recurrence eval's graft spec, and the same tokens prefilled afresh: same bytes
+            graft = execute(dep.engine, store, Spec(p["id"], "graft", p["text"], p["answer"], "query",
+                                                    p["artifact_id"], max_tokens=8))
+            fresh = execute(dep.engine, store, Spec(p["id"], "graft", p["text"], p["answer"], "query",
+                                                    p["artifact_id"], max_tokens=8, recompute=True))
+            assert graft["output_token_ids"] == fresh["output_token_ids"] and graft["decode_tokens"] > 0
+            assert graft["output_sha256"] == fresh["output_sha256"] and graft["input_sha256"] == fresh["input_sha256"]
         assert {catalog.problems.get(pid)["scope"] for pid in solved} == {"shared", "acme"}
         assert catalog.problems.get(given)["status"] == "claimed"  # the loop marks it failed
         assert catalog.stats()["gold_solutions"] == 2
