@@ -24,7 +24,7 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from pathlib import Path
 
-from galahad.flywheel.problems import canonical, families, key_grammar
+from galahad.flywheel.problems import canonical, families, reader_lexer
 
 CORPUS = [("basic_arithmetic", {}), ("basic_arithmetic", {"format_style": "natural"}),
           ("basic_arithmetic", {"format_style": "natural", "whitespace": "no_space"}),
@@ -82,7 +82,7 @@ def timing(texts: list[str], repeats: int) -> dict:
     work = [canonical.reader_work(t) or 0 for t in texts]
     return {"n": len(best), "median_ms": round(statistics.median(best), 3), "max_ms": round(best[-1], 3),
             "p99_ms": round(best[min(len(best) - 1, int(0.99 * len(best)))], 3), "max_work": max(work),
-            "work_bound": key_grammar.MAX_STEPS}
+            "work_bound": reader_lexer.MAX_TOKENS}
 
 
 def main() -> None:
@@ -90,7 +90,10 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=300, help="problems per generator configuration")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--file", type=Path, action="append", default=[],
+                    help="also time the texts of a phrasing file ({'text'} or {'problem'} a line)")
     args = ap.parse_args()
+    extra = [json.loads(line) for f in args.file for line in f.read_text().splitlines() if line.strip()]
     rows = corpus(args.size) + [(p.template.split("/")[0], p.problem, p.answer)
                                 for p in families.generate_all(100, seed=3)]
     by_key: dict[str, set] = {}
@@ -114,6 +117,7 @@ def main() -> None:
         "distinct_keys": len(by_key),
         "normal": timing([q for _, q, _ in rows], args.repeats),
         "hostile": timing(HOSTILE, args.repeats),
+        **({"files": timing([r.get("text") or r.get("problem") for r in extra], args.repeats)} if extra else {}),
     }
     if args.json:
         print(json.dumps(out, indent=2))

@@ -11,7 +11,7 @@ from fractions import Fraction
 from lark.exceptions import LarkError
 
 from galahad.flywheel.problems import reader_tree as rt
-from galahad.flywheel.problems.reader_grammar import parser
+from galahad.flywheel.problems.reader_grammar import parser_for
 from galahad.flywheel.problems.reader_lexer import Refuse, tokens
 from galahad.flywheel.problems.reader_meaning import readings
 
@@ -43,9 +43,9 @@ def key_and_value(text: str) -> tuple[str, Fraction] | None:
         toks = tokens(text)
         if not toks:
             return None
-        found = readings(parser().parse(toks))
-    except (Refuse, LarkError, RecursionError):
-        return None
+        found = readings(parser_for(frozenset(t.type for t in toks)).parse(toks))
+    except (Refuse, LarkError, RecursionError, ArithmeticError, ValueError, TypeError):
+        return None  # fail closed: a text the reader cannot finish reading has no key
     units = {t.value for t in toks if t.type == "UNIT"}
     keyed = set()
     for r in found:

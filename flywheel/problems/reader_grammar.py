@@ -9,8 +9,12 @@ of", "15% of", "3 squared") are operands; frames ("What is", "= ?", "Solve for x
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from lark import Lark
+from lark.common import ParserConf
 from lark.lexer import Lexer
+from lark.parser_frontends import ParsingFrontend, _construct_parsing_frontend
 
 GRAMMAR = r"""
 %declare NUM TSLASH PLUSS DASH STAR SLASH CARET LP RP COMMA EQ PCT SEP COLON BAR UNIT IDIOM FRAC1 FRACN
@@ -22,8 +26,9 @@ GRAMMAR = r"""
 %declare REMOVE IT THERE QUARTER NEAREST ROUND ROUNDED WHOLE TENTHW HUNDREDTHW PLACES DECIMALW OPPOSITE
 %declare RECIPROCAL ABSOLUTE GO WORTH AS IN NUMBERW THEN GIVEN DOES BETWEEN RATIO FRACTIONW ASPERCENT OUT
 %declare CHANGE OFF ON TIP ITEMS SPLIT AMONG EVENLY LEAVES INTEGER SQRTSYM CBRTSYM SQRTP CBRTP WHICH OR
+%declare RAISE BE SUCH THAT MUST MODSYM FLOOR EQUATION SATISFIES NEGATE ABSF
 
-start: (SEP | COLON)* _question SEP*
+start: (SEP | COLON)* _question (SEP | COMMA)*
 _question: ask | equation_q | functions_q
 
 // ---- frames --------------------------------------------------------------------------------------------
@@ -31,15 +36,18 @@ ask: _pre? expr _post?
    | expr IS WHAT
    | _pre? command _after?
    | _pre? subst_q
+   | let_q
 ?subst_q: expr (AT | WHEN | FOR | IF) VAR (EQ | IS) sexpr -> at_value
    | (IF | GIVEN | LET) VAR (EQ | IS) sexpr (SEP | COMMA)* _pre? expr _post? -> value_at
+
+?let_q: (LET | GIVEN) VAR (EQ | BE) expr (SEP | COMMA)+ _pre? VAR _post? -> let_value
 _pre: (WHAT IS | WHAT IS OF | HOW MUCH IS | OF | WHAT | WHAT NUMBERW IS | IS | HOW MANY IS | WHAT IF
     | WHAT WHEN | IF | WHAT IS LEFT WHEN | WHAT IS LEFT IF) COLON?
 _post: EQ | EQ SEP* WHAT | EQUALS | EQUALS WHAT | IS WHAT NUMBERW | EQ SEP* NUMBERW | EQ SEP | IS HOW MANY
 _after: SEP* WHAT IS LEFT | SEP* WHAT IS SUM
 
 // ---- word tier: read by precedence and left to right -----------------------------------------------------
-?expr: wsum | wl2r -> l2r | rev | relative | compare
+?expr: wsum | wl2r -> l2r | rev | relative | compare | sexpr (MODSYM | MOD) sexpr -> mod
 ?wsum: wsum wadd wprod -> wbin | wprod
 ?wprod: wprod wmul wunit -> wbin | wunit
 wl2r: wl2r wop wunit | wunit wop wunit
@@ -54,22 +62,24 @@ wop: wadd | wmul
 // ---- symbol tier: usual precedence ---------------------------------------------------------------------
 ?sexpr: ssum
 ?ssum: ssum PLUSS sprod -> add | ssum DASH sprod -> sub | sprod
-?sprod: sprod STAR sneg -> mul | sprod (SLASH | TSLASH) sneg -> div | sprod SLASH SLASH sneg -> floordiv
-      | sprod PCT sneg -> mod | sprod MOD sneg -> mod | sprod LP expr RP -> mul | sneg
+?sprod: sprod STAR sneg -> mul | sprod SLASH sneg -> div | sprod SLASH SLASH sneg -> floordiv
+      | NUM TSLASH spow -> tdiv | sprod SLASH NUM TSLASH NUM -> div_chain
+      | sprod (MODSYM | MOD) sneg -> mod | sprod LP expr RP -> mul | sneg
 ?sneg: DASH sneg -> neg | NEGATIVE sneg -> neg | MINUS sneg -> neg | spow
 ?spow: sbase CARET sexp -> pow | satom | implicit
-?sbase: satom | DASH satom -> neg
+?sbase: batom | DASH batom -> neg
 ?sexp: satom | DASH satom -> neg
-?satom: NUM -> num
+?satom: batom | quantity | phrase
+?batom: NUM -> num
       | frac
       | LP expr RP
       | BAR expr BAR -> absolute
       | VAR -> var | A NUMBERW -> var | NUMBERW -> var | WHAT NUMBERW -> var
       | call
-      | quantity
-      | phrase
+      | FLOOR LP expr RP -> floor | ABSF LP expr RP -> absolute
       | satom post -> postfix
       | (SQRTP | SQRTSYM) satom -> sqrt | (CBRTP | CBRTSYM) satom -> cbrt
+      | SQRTSYM spow -> sqrt | CBRTSYM spow -> cbrt
 frac: NUM TSLASH NUM
 implicit: (NUM | frac) factor
 ?factor: fbase | fbase CARET sexp -> pow
@@ -85,7 +95,9 @@ call: FUNC LP expr RP
         | count? IDIOM -> idiom
         | count? IDIOM AND A FRAC1 -> idiom_half
         | count? IDIOM AND NUM -> idiom_and
-        | FRAC1 A IDIOM -> half_idiom
+        | FRAC1 A IDIOM -> half_idiom | A FRAC1 IDIOM -> half_idiom
+        | A UNIT AND A FRAC1 -> amount_and_half
+        | quantity (COMMA quantity)* COMMA? AND quantity -> amount_list
         | fraction_words
         | NUM AND fraction_words -> mixed
         | percent
@@ -106,17 +118,19 @@ percent: (NUM | frac) (PCT | PERCENT)
       | ABSOLUTE OF of_arg -> absolute
       | REMAINDER (WHEN | OF) sexpr IS? (DIVBY | SLASH | TSLASH) sexpr -> remainder
       | sexpr DIVBY sexpr LEAVES WHAT REMAINDER -> remainder
+      | WHEN sexpr IS DIVBY sexpr (COMMA | SEP)* WHAT IS REMAINDER -> remainder
 ?part: fraction_words | frac | percent
 ?of_arg: satom | expr | WHAT -> var
-items: sexpr (COMMA sexpr)* COMMA? AND sexpr | sexpr (COMMA sexpr)+
+items: sexpr (COMMA sexpr)* COMMA? AND sexpr | sexpr (COMMA sexpr)+ | sexpr (AND sexpr)+
 
 // ---- commands ------------------------------------------------------------------------------------------
-?command: ADD sexpr AND sexpr -> c_add | ADD sexpr TO sexpr -> c_add
+?command: ADD sexpr AND sexpr -> c_add | ADD sexpr TO sexpr -> c_add | (ADD | SUM) items -> sum
+       | SUM sexpr AND sexpr -> c_add | RAISE sexpr CARET sexp -> pow | RAISE sexpr BY sexpr -> increase
        | SUBTRACT sexpr FROM sexpr -> c_subtract_from | TAKE sexpr AWAY? FROM sexpr -> c_subtract_from
        | MULTIPLY sexpr (BY | AND) sexpr -> c_multiply | DIVIDE sexpr BY sexpr -> c_divide
        | DIVIDE sexpr INTO sexpr -> c_divide_into
        | (DOUBLE | TWICE) sexpr -> twice | TRIPLE sexpr -> thrice | HALVE sexpr -> c_halve
-       | SQUARE sexpr -> square | CUBE sexpr -> cube
+       | SQUARE sexpr -> square | CUBE sexpr -> cube | NEGATE sexpr -> opposite
        | CONVERT sexpr (TO | IN | INTO) UNIT -> convert
        | ROUND sexpr TO rounding -> round | sexpr ROUNDED TO rounding -> round
        | sexpr TO rounding -> round
@@ -160,11 +174,13 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
 equation_q: _eq_pre? equation _eq_post?
           | equation SEP+ WHAT IS (VAR | NUMBERW | IT)
           | equation COMMA WHAT IS (VAR | NUMBERW | IT)
-          | (IF | GIVEN) equation COMMA? (WHAT IS | THEN)? (VAR | NUMBERW | IT) (EQ | IS)?
+          | (IF | GIVEN | LET) equation (COMMA | SEP)* (WHAT IS | THEN)? (VAR | NUMBERW | IT) (EQ | IS)?
+          | (LET | GIVEN | IF) equation (SEP | COMMA)+ (FOR VAR | VAR) (EQ SEP?)?
+          | VAR SUCH THAT equation | WHAT MUST VAR (BE | EQUALS) (SUCH THAT | THAT | FOR | IF) equation
           | WHAT IS VAR (IF | WHEN) equation | VAR (IF | WHEN) equation
 equation: expr EQ expr | expr EQUALS expr | expr IS expr
-_eq_pre: FOR VAR COLON? | COLON | VAR COLON
-_eq_post: FOR VAR | COMMA VAR EQ | COMMA (WHAT IS)? (NUMBERW | IT)
+_eq_pre: FOR VAR COLON? | COLON | VAR COLON | OF? VAR (IN IS? EQUATION | THAT? SATISFIES | IF | WHEN) COLON?
+_eq_post: FOR VAR | (COMMA | SEP) VAR EQ SEP? | COMMA (WHAT IS)? (NUMBERW | IT)
 
 functions_q: (LET | IF | GIVEN)? fdefs (SEP | COMMA | THEN)+ _pre? call _post?
            | _pre? call (IF | WHEN | GIVEN) fdefs
@@ -187,8 +203,26 @@ _PARSER: Lark | None = None
 
 
 def parser() -> Lark:
-    """The Earley parser, built once on first use."""
+    """The Earley parser of the whole grammar, built once on first use."""
     global _PARSER
     if _PARSER is None:
         _PARSER = Lark(GRAMMAR, parser="earley", lexer=_Tokens, ambiguity="explicit")
     return _PARSER
+
+
+@lru_cache(maxsize=512)
+def parser_for(terminals: frozenset) -> ParsingFrontend:
+    """The Earley parser of the grammar's rules that use only these terminals (the token types of a text).
+    A rule that needs a terminal the text lacks takes part in no parse of it, so the parses, and with them
+    every reading, are the same as the whole grammar's; only the work per token is far smaller."""
+    full = parser()
+    rules = [r for r in full.rules if all(not s.is_term or s.name in terminals for s in r.expansion)]
+    while True:  # drop rules that need a rule no longer there
+        have = {r.origin for r in rules}
+        kept = [r for r in rules if all(s.is_term or s in have for s in r.expansion)]
+        if len(kept) == len(rules):
+            break
+        rules = kept
+    conf = ParserConf(rules, full._callbacks, full.options.start)
+    return _construct_parsing_frontend(full.options.parser, full.options.lexer, full.lexer_conf, conf,
+                                       options=full.options)

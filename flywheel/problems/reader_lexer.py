@@ -41,7 +41,7 @@ _ROOTS = {"2": "sqrt", "3": "cbrt"}
 _PRE = re.compile(r"^\s*(?:q|question|quick question|problem)\s*:\s*")
 _POST = re.compile(r"\s*\ba\s*:\s*$")
 _TOKEN = re.compile(r"""
-    (?P<mixed>\d+\s+\d+/\d+(?![\d/.]))
+    (?P<mixed>(?<![/\d.^])\d+\s+\d+/\d+(?![\d/.^]))
   | (?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+\.\d+|\d+|(?<![\w.])\.\d+)
   | (?P<word>[a-z]+(?:'[a-z]+)?)
   | (?P<sym>\u00f7|!=|[-+*/^(),=%$?.;:!|])
@@ -51,17 +51,24 @@ _SYMS = {"+": "PLUSS", "-": "DASH", "*": "STAR", "/": "SLASH", "\u00f7": "SLASH"
          ")": "RP", ",": "COMMA", "=": "EQ", "%": "PCT", "?": "SEP", ".": "SEP", ";": "SEP", ":": "COLON",
          "|": "BAR"}
 _PHRASES = [(re.compile(p), r) for p, r in [
+    (r"^\s*(?:please )?(?:state|give|find|solve|compute|calculate|evaluate|answer)(?: the final answer to)? the"
+     r" following(?: [a-z]+){0,2}\s*:", " "),
+    (r"\bmultiplicative inverse\b", " reciprocal "), (r"\barithmetic (mean|average)\b", r" \1 "),
+    (r"\b(?:to|into) an? (?:improper |mixed )?(?:fraction|decimal)\b", " "), (r"\(\s*integer division\s*\)", " "),
+    (r"\babs\s*(?=\()", " absf "),
+    (r"\bgive only the (?:result|answer|final answer)(?: as your final answer)?\s*\.?", " . "),
+    (r"\b(?:raised )?to the (negative )?(zeroth|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th))"
+     r"(?: power)?\b",
+     lambda m: f" ^ {'-' if m.group(1) else ''}{lx.ORDINAL.get(m.group(2)) or m.group(2)[:-2]} "),
     (r"\bas an? (?:simplified |common |proper |improper )?(?:fraction|decimal|whole number|number)\b", " "),
     (r"\bin (?:its )?(?:simplest|lowest) (?:form|terms)\b", " "), (r"\bwhat'?s\b", "what is"),
-    (r"\b(\d+)\s*(?:to the)\s*(\d+)(?:st|nd|rd|th)\b", r"\1 ^ \2"), (r"\bout of\b", " divby "), (r"\bto the (?:power of|power)\b", " ^ "),
-    (r"\braised to(?: the power of| the power)?\b", " ^ "), (r"\bmultiplied by\b", " * "),
+    (r"\b(\d+)\s*(?:to the)\s*(\d+)(?:st|nd|rd|th)\b", r"\1 ^ \2"), (r"\bout of\b", " divby "), (r"\braised to(?: the power of| the power)?\b", " ^ "),
+    (r"\bto the (?:power of|power)\b", " ^ "), (r"\bmultiplied by\b", " * "),
     (r"\bdivided by\b", " divby "), (r"\bsquare root of\b", " sqrt "), (r"\bcube root of\b", " cbrt "),
     (r"\bmore than\b", " morethan "), (r"\bless than\b", " lessthan "), (r"\bfewer than\b", " lessthan "),
     (r"\bsqrt\s*(?=\()", " sqrtp "), (r"\bcbrt\s*(?=\()", " cbrtp "),
     (r"\b(?:as|in|into) an? (?:percent|percentage)\b", " aspercent "),
-    (r"\b(?:to the|the) (negative )?(second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th)) power\b",
-     lambda m: f" ^ {'-' if m.group(1) else ''}{lx.ORDINAL.get(m.group(2)) or m.group(2)[:-2]} "),
-    (r"\bd\.p\.?|\bdp\b", " dp "), (r"\bs\.f\.?|\bsig\.? figs?\b|\bsignificant figures?\b", " sf "),
+(r"\bd\.p\.?|\bdp\b", " dp "), (r"\bs\.f\.?|\bsig\.? figs?\b|\bsignificant figures?\b", " sf "),
     (r"\bdecimal places?\b", " dp "), (r"\btake away\b", " minus "),
 ]]
 
@@ -95,7 +102,7 @@ def normalize(text: str) -> str:
 
 
 def _num_token(q: Fraction) -> Token:
-    if max(q.numerator.bit_length(), q.denominator.bit_length()) > 3.33 * MAX_DIGITS:
+    if max(q.numerator.bit_length(), q.denominator.bit_length()) > 3.33 * MAX_DIGITS + 8:
         raise Refuse("literal too long")
     return Token("NUM", str(q))
 
@@ -178,7 +185,8 @@ def tokens(text: str) -> list[Token]:
                 raise Refuse("factorial")
             if v == "!=":
                 raise Refuse("inequality")
-            out.append(Token(_SYMS.get(v, "SEP"), v))
+            spaced = i + 1 < len(raw) and not tight[i + 1] and not tight[i]
+            out.append(Token("MODSYM" if v == "%" and spaced else _SYMS.get(v, "SEP"), v))
         else:
             got = _number_words(words, i)
             if got is not None:
@@ -216,16 +224,25 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
         if nxt == "(" and w in "fghpq":
             return [Token("FUNC", w)]
         if w == "x" and prev[:1].isdigit() and nxt[:1].isdigit():
+            if tight:
+                raise Refuse("3x4: times or hexadecimal")
             return [Token("STAR", "x")]
         return [Token("VAR", w)]
-    if w == "a" and (prev in ("*", "(", "+", "-", "=") or nxt in ("=", "+", "-", "*", "^", ")")
-                     or prev[:1].isdigit()):
+    if w == "a" and (_a_is_var(words, i) or (any(_a_is_var(words, k) for k, v in enumerate(words) if v == "a")
+                                              and (nxt in ("", "?", ".", ":", ",", "be") or prev == "for"))):
         return [Token("VAR", w)]
     if w in lx.WORDS:
         return [Token(lx.WORDS[w], w)]
     if w in lx.FILLER:
         return []
     raise Refuse(f"unknown word {w!r}")
+
+
+def _a_is_var(words: list[str], i: int) -> bool:
+    """'a' next to a symbol or a digit is an unknown ("5*a", "3a + 2", "a = 4"), not the article."""
+    prev = words[i - 1] if i else ""
+    nxt = words[i + 1] if i + 1 < len(words) else ""
+    return prev in ("*", "(", "+", "-", "=") or nxt in ("=", "+", "-", "*", "^", ")") or prev[:1].isdigit()
 
 
 def _unit(w: str) -> str:

@@ -33,7 +33,7 @@ DENOM_MANY = {("halves" if w == "half" else w + "s"): d for w, d in _ORD.items()
 
 # idiomatic quantities: a count of them is count * size
 IDIOMS = {"dozen": 12, "dozens": 12, "score": 20, "scores": 20, "gross": 144, "pair": 2, "pairs": 2, "couple": 2}
-ORDINAL = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9,
+ORDINAL = {"zeroth": 0, "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9,
            "tenth": 10}
 
 # exact unit factors to a base unit per dimension (length: metre, mass: gram, volume: litre, time: second)
@@ -92,5 +92,6 @@ WORDS = {
     "people": "ITEMS", "apiece": "EACH", "split": "SPLIT", "shared": "SPLIT", "share": "SPLIT",
     "among": "AMONG", "evenly": "EVENLY", "equally": "EVENLY", "leaves": "LEAVES", "integer": "INTEGER",
     "sqrtsym": "SQRTSYM", "cbrtsym": "CBRTSYM", "sqrtp": "SQRTP", "cbrtp": "CBRTP", "which": "WHICH",
-    "or": "OR",
+    "or": "OR", "floor": "FLOOR", "negate": "NEGATE", "absf": "ABSF", "equation": "EQUATION", "satisfies": "SATISFIES", "satisfy": "SATISFIES", "raise": "RAISE", "be": "BE", "such": "SUCH", "that": "THAT", "must": "MUST",
+    "should": "MUST",
 }

@@ -102,6 +102,10 @@ def _subst(e, x):
     return rt.substitute(e[0], x[0]), None
 
 
+def _floor(t):
+    return rt.floor_div(t), None
+
+
 def _remainder(a, b, *_):
     x, y = _whole(a[0]), _whole(b[0])
     if not _plain(a, b) or x is None or y is None or x < 0 or y <= 0:
@@ -118,8 +122,8 @@ def _difference(a, b):
 
 def _quotient(a, b):
     va, vb = rt.value(a[0]), rt.value(b[0])
-    if not _plain(a, b) or not vb or (va / vb).denominator != 1:
-        return None  # 15 or 15.5: only a whole quotient is read
+    if not _plain(a, b) or not vb or (va.denominator == vb.denominator == 1 and (va / vb).denominator != 1):
+        return None  # 15 or 15.5: two whole numbers are read only where the quotient is whole
     return _div(a, b)
 
 
@@ -134,7 +138,14 @@ def _convert(q, unit: Token):
     dim, f = unit.value.split(":")
     if dim != q[1][0]:
         return None
-    return rt.mul(q[0], rt.num(q[1][1] / Fraction(f))), None
+    ratio = q[1][1] / Fraction(f)
+    if not (_decimal(ratio, 4) or ratio.numerator == 1):
+        return None  # km to miles: an exact value nobody writes (3.1068...); a gold "3.11" would be refused
+    return rt.mul(q[0], rt.num(ratio)), None
+
+
+def _decimal(q: Fraction, places: int) -> bool:
+    return (q * 10**places).denominator == 1
 
 
 def _round(x, unit):
@@ -208,8 +219,8 @@ def _frac(a: Token, b: Token):
 def _idiom(*ch):
     count = [c for c in ch if isinstance(c, tuple)]
     idiom = next(c for c in ch if isinstance(c, Token) and c.type == "IDIOM")
-    n = count[0][0] if count else ONE
-    return rt.mul(n, rt.num(Fraction(idiom.value))), None
+    size = rt.num(Fraction(idiom.value))
+    return (rt.mul(count[0][0], size) if count and count[0][0] != ONE else size), None
 
 
 def _count(t: Token):
@@ -228,6 +239,13 @@ def _percent(p):
 
 
 ONE_T = Token("NUM", "1")
+
+
+def _sum_amounts(qs):
+    out = qs[0]
+    for q in qs[1:]:
+        out = _add(out, q) if out is not None else None
+    return out if out is not None and out[1] not in PLAIN else None
 
 
 def _pct_change(a, b, direction):
@@ -250,7 +268,11 @@ M = {
     "num": lambda t: (rt.num(Fraction(t.value)), None),
     "frac": _frac, "add": _add, "sub": _sub, "mul": _mul, "div": _div, "pow": _pow,
     "neg": lambda a: (rt.neg(a[0]), None) if _plain(a) else None,
-    "floordiv": lambda a, b: (rt.floor_div(rt.div(a[0], b[0])), None) if _plain(a, b) else None,
+    "tdiv": lambda n, b: _div((rt.num(Fraction(n.value)), None), b),
+    "div_chain": lambda a, n1, n2: _div(_div(a, (rt.num(Fraction(n1.value)), None)) or (None, "%"),
+                                        (rt.num(Fraction(n2.value)), None)),
+    "floordiv": lambda a, b: _floor(rt.div(a[0], b[0])) if _remainder(a, b) else None,
+    "floor": lambda a: _floor(a[0]) if _plain(a) and rt.value(a[0]) is not None and rt.value(a[0]) >= 0 else None,
     "mod": _remainder, "remainder": _remainder,
     "absolute": _unary(rt.absolute), "opposite": _unary(rt.opposite), "reciprocal": _unary(rt.inv),
     "implicit": _mul, "var": lambda *t: (rt.VAR, None),
@@ -263,11 +285,13 @@ M = {
     "idiom": _idiom, "idiom_and": lambda *c: _add(_idiom(*c[:-1]), (rt.num(Fraction(c[-1].value)), None)),
     "idiom_half": lambda *c: _add(_idiom(*c[:-2]), (rt.part_of(Fraction(1, 2), _idiom(*c[:-2])[0]), None))
     if c[-1].value == "2" else None,
-    "half_idiom": lambda *c: (rt.part_of(Fraction(1, int(c[0].value)), rt.mul(ONE, rt.num(Fraction(c[-1].value)))),
-                              None),
+    "half_idiom": lambda *c: (rt.part_of(Fraction(1, int(next(t for t in c if t.type == "FRAC1").value)),
+                                         rt.num(Fraction(c[-1].value))), None),
     "count": _count, "fw": _fw, "fw_one": lambda *c: _fw(None, c[-1]),
     "mixed": lambda n, w: (rt.num(Fraction(n.value) + rt.value(w[0])), None),
     "percent": _percent, "part_of": lambda *c: _part(c[0], c[-1]),
+    "amount_and_half": lambda *c: _mul((rt.ratio(Fraction(3), Fraction(2)), None), _amount(ONE_T, c[1])),
+    "amount_list": lambda *qs: _sum_amounts(qs),
     "amount_mixed": lambda n, w, u: _mul((rt.num(Fraction(n.value) + rt.value(w[0])), None), _amount(ONE_T, u)),
     "pct_plus": lambda a, b: _relative(a, b, 1) if b[1] == "%" else None,
     "pct_minus": lambda a, b: _relative(a, b, -1) if b[1] == "%" else None,
@@ -294,7 +318,7 @@ M = {
     "r_dp": lambda n: Fraction(1, 10 ** int(Fraction(n.value))) if Fraction(n.value) < 20 else None,
     "pct_of": _pct_of, "pct_of_r": lambda b, a: _pct_of(a, b),
     "at_each": lambda n, q: _mul((rt.num(Fraction(n.value)), None), q),
-    "at_value": _subst, "value_at": lambda x, e: _subst(e, x),
+    "at_value": _subst, "let_value": lambda e: e if not rt.has_var(e[0]) else None, "value_at": lambda x, e: _subst(e, x),
     "cmp_more": _cmp, "cmp_less": lambda a, b: _cmp(b, a),
     "cmp_times": _quotient, "cmp_times_r": lambda b, a: _quotient(a, b),
     "equation": lambda a, b: ((a[0], b[0]), "eq") if _plain(a, b) or a[1] == b[1] else None,
@@ -305,7 +329,7 @@ M = {
 _KEEP_TOKENS = {"NUM", "UNIT", "IDIOM", "FRAC1", "FRACN", "FUNC", "A", "VAR"}
 _WANT_TOKEN = {"num", "frac", "amount", "amount_more", "idiom", "idiom_and", "idiom_half", "half_idiom", "count",
                "fw", "fw_one", "mixed", "percent", "r_nearest", "r_nearest_frac", "r_dp", "r_sf", "at_each",
-               "call", "fdef", "convert", "convert_r", "var", "amount_mixed", "c_divide"}
+               "call", "fdef", "convert", "convert_r", "var", "tdiv", "div_chain", "amount_mixed", "c_divide", "amount_and_half"}
 
 
 def readings(tree) -> set:
@@ -373,7 +397,10 @@ def _top(data, args) -> set:
     defs_pool = [p for p in pools if any(r[1] == "defs" for r in p)]
     call_pool = [p for p in pools if p not in defs_pool]
     for d in (defs_pool[0] if defs_pool else ()):
+        names = [name for name, _ in d[0]]
         for c in (call_pool[0] if call_pool else ()):
+            if len(set(names)) != len(names) or any(f"F{n}(" not in c[0][1] for n in names):
+                continue  # a function defined twice, or one never used: words unaccounted for
             got = _resolve(c[0], dict(d[0]), 0)
             if got is not None:
                 out.add(((got, None), "ask"))

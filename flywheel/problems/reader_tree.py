@@ -139,6 +139,10 @@ def neg(t: tuple) -> tuple:
         return num(-t[2]) if len(t) == 3 else (*num(-t[2]), _node("-", (t[3],)))
     if t[0] == "-":
         return t[2]
+    if t[0] == "*":  # -(a * b) = (-a) * b: the sign goes onto the product's first plain literal
+        for i, a in enumerate(t[2:]):
+            if a[0] == "n" and len(a) == 3:
+                return mul(*t[2:2 + i], num(-a[2]), *t[3 + i:])
     return _node("-", (t,))
 
 
