@@ -83,7 +83,7 @@ def _relative(a, b, sign):
         p = _part(b, a)
         return None if p is None else ((rt.add if sign > 0 else rt.sub)(a[0], p[0]), a[1])
     if b[1] == "d":
-        return None  # "increase 60 by 1/3": writers read it both ways
+        raise Refuse("increase 60 by 1/3: a part or an amount")
     return (_add if sign > 0 else _sub)(a, b)
 
 
@@ -115,15 +115,19 @@ def _remainder(a, b, *_):
 
 def _difference(a, b):
     va, vb = rt.value(a[0]), rt.value(b[0])
-    if va is None or vb is None or va < vb:
-        return None  # a - b or |a - b|: writers disagree when a < b
+    if va is None or vb is None:
+        return None
+    if va < vb:
+        raise Refuse("a - b or |a - b|: writers disagree when a < b")
     return _sub(a, b)
 
 
 def _quotient(a, b):
     va, vb = rt.value(a[0]), rt.value(b[0])
-    if not _plain(a, b) or not vb or (va.denominator == vb.denominator == 1 and (va / vb).denominator != 1):
-        return None  # 15 or 15.5: two whole numbers are read only where the quotient is whole
+    if not _plain(a, b) or not vb:
+        return None
+    if va.denominator == vb.denominator == 1 and (va / vb).denominator != 1:
+        raise Refuse("15 or 15.5: two whole numbers are read only where the quotient is whole")
     return _div(a, b)
 
 
@@ -141,7 +145,7 @@ def _convert(q, unit: Token):
     ratio = q[1][1] / Fraction(f)
     if not (_decimal(ratio, 4) or ratio.numerator == 1):
         return None  # km to miles: an exact value nobody writes (3.1068...); a gold "3.11" would be refused
-    return rt.mul(q[0], rt.num(ratio)), None
+    return (q[0] if ratio == 1 else rt.mul(q[0], rt.num(ratio))), None
 
 
 def _decimal(q: Fraction, places: int) -> bool:
@@ -248,6 +252,10 @@ def _sum_amounts(qs):
     return out if out is not None and out[1] not in PLAIN else None
 
 
+def _frac_kind(r):
+    return None if r is None else (r[0], "d" if r[1] is None else r[1])
+
+
 def _pct_change(a, b, direction):
     """Percent change from a to b: (b - a) / a * 100; an increase needs b >= a, a decrease a >= b (then
     (a - b) / a * 100)."""
@@ -268,7 +276,7 @@ M = {
     "num": lambda t: (rt.num(Fraction(t.value)), None),
     "frac": _frac, "add": _add, "sub": _sub, "mul": _mul, "div": _div, "pow": _pow,
     "neg": lambda a: (rt.neg(a[0]), None) if _plain(a) else None,
-    "tdiv": lambda n, b: _div((rt.num(Fraction(n.value)), None), b),
+    "tdiv": lambda n, b: _frac_kind(_div((rt.num(Fraction(n.value)), None), b)),
     "div_chain": lambda a, n1, n2: _div(_div(a, (rt.num(Fraction(n1.value)), None)) or (None, "%"),
                                         (rt.num(Fraction(n2.value)), None)),
     "floordiv": lambda a, b: _floor(rt.div(a[0], b[0])) if _remainder(a, b) else None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-_TOK = re.compile(r"-?\d+(?:/\d+)?|x|[+*\-/^|%_~]\(|,|\)")
+_TOK = re.compile(r"-?\d+(?:/\d+)?|x|[+*\-/^|%_~m]\(|,|\)")
 _EQ = re.compile(r"q:(\d+)x([+-]\d+)")
 _SUM, _PROD, _UNARY, _POW, _ATOM = 1, 2, 3, 4, 5
 
