@@ -13,7 +13,7 @@ as `serve` resolves it); `--misses` problems of the same families are not in mem
      computed-value check) on the same kind of engine and store; the same hit through the OpenAI-compatible
      `/v1/chat/completions` (which goes first alternates by rep): `hit_chat_over_solve`; and a base answer
      (a miss: the base model's few-shot answer) over HTTP on the same replica: `base_over_hit`. Each reply's
-     `Server-Timing` header (`flywheel/service/timing.py`) gives the replica's stages; `outside_replica` is
+     `Server-Timing` header (`flywheel/service/request.py`) gives the replica's stages; `outside_replica` is
      the client's time less the replica's (the HTTP hops and Serve's proxy -> replica handle). Each
      problem's first hit is grafted and decoded by the replica (`hit_http_cold_*`); later ones are read
      from its recall memo (`service/recall_memo.py`: the same bytes), which is what `hit_http_*` measures.
@@ -66,7 +66,7 @@ def post(url: str, text: str, model: str | None = None, stages: dict | None = No
         raw, timing = r.read(), r.headers.get("Server-Timing")
     dt = time.perf_counter() - t0
     if stages is not None:
-        from galahad.flywheel.service.timing import parse
+        from galahad.flywheel.service.request import parse_server_timing as parse
 
         stages.update(parse(timing))
         stages["outside_replica"] = 1000 * dt - stages.get("replica", 0.0)

@@ -1,4 +1,4 @@
-"""A replica's recall memo (`service/recall_memo.py`) and the per-stage timing (`service/timing.py`): a repeated
+"""A replica's recall memo (`service/recall_memo.py`) and the per-stage timing (`service/request.py`): a repeated
 hash hit is answered from the memo with the very bytes a fresh graft + decode gives, the lookup and the
 verification still run, only recall routes are kept, and each solve reports where its time went."""
 
@@ -11,7 +11,7 @@ from local_depositor import local_memory, verify_and_deposit
 
 from galahad.flywheel.memory.recall import Recalled
 from galahad.flywheel.memory.solver import Route
-from galahad.flywheel.service import request, timing
+from galahad.flywheel.service import request
 from galahad.flywheel.service.answering import Answering
 from galahad.flywheel.service.recall_memo import RecallMemo
 from galahad.verifier.verifier import Verifier
@@ -68,8 +68,9 @@ def test_the_memo_keys_a_recall_by_what_its_output_is_a_function_of():
 
 
 def test_server_timing_round_trips():
-    assert timing.parse(timing.header({"graft": 0.0021, "decode": 0.1})) == {"graft": 2.1, "decode": 100.0}
-    assert timing.parse(None) == {} and timing.parse("x, y;desc=z") == {}
+    parse = request.parse_server_timing
+    assert parse(request.server_timing({"graft": 0.0021, "decode": 0.1})) == {"graft": 2.1, "decode": 100.0}
+    assert parse(None) == {} and parse("x, y;desc=z") == {}
 
 
 def test_a_recall_the_verifier_accepts_is_never_labelled_false(tmp_path, model_cache):

@@ -5,7 +5,7 @@ the store. Plain class; the FastAPI routes (`app.py`) only translate.
 computed value; a prompt over `ServiceConfig.max_prompt_tokens` or the context window: 413, before any
 forward), walk (`Solver.solve`, under the engine lock: its deterministic runtime pins process-wide torch
 settings; a recall already decoded is read from the memo, `recall_memo.py`), choices, verdict, learn, render
-(one `api.SolveResult`); each step adds its stage to the request's `Server-Timing` (`timing.py`). `verified`
+(one `api.SolveResult`); each step adds its stage to the request's `Server-Timing` (`request.py`). `verified`
 is memory's word (the catalog's verified answer to this same problem) or the verifier's check of the answer
 against the text's computed value (`Solver.check_computed`); a caller's gold only sets `matches_gold`. Where
 the computed value refutes the model's answer, the caller gets the value (`path: computed`, verified, the
@@ -38,7 +38,6 @@ from galahad.flywheel.memory.solver import RECALLS, Answer, Decodes, Route, Solv
 from galahad.flywheel.problems.golds import COMPUTED, check_gold
 from galahad.flywheel.problems.prompts import ANSWER_STOP, answer_from_output
 from galahad.flywheel.problems.records import Problem, problem_from_dict
-from galahad.flywheel.service import timing
 from galahad.flywheel.service.api import (
     Choice,
     Decoding,
@@ -50,6 +49,7 @@ from galahad.flywheel.service.api import (
     clean_strings,
 )
 from galahad.flywheel.service.recall_memo import RecallMemo
+from galahad.flywheel.service.request import add_stage
 from galahad.flywheel.service.scoring import score
 from galahad.verifier.verifier import Verifier
 
@@ -84,17 +84,17 @@ class Answering:
         how = decoding or Decoding()
         problem, gold = self.validate(problem, gold, how.max_tokens)
         t1 = time.perf_counter()
-        timing.add("check", t1 - t0)
+        add_stage("check", t1 - t0)
         with self.lock:
-            timing.add("wait", time.perf_counter() - t1)
+            add_stage("wait", time.perf_counter() - t1)
             ans, step = self.walk(problem, how)
             t2 = time.perf_counter()
             choices = self.by_policy(self.choices(step, ans, how, gold), ans, how, gold)
         t3 = time.perf_counter()
-        timing.add("choices", t3 - t2)
+        add_stage("choices", t3 - t2)
         queued = self.learn(problem, gold, ans, self.verdict(problem, gold, ans))
-        timing.add("queue", time.perf_counter() - t3)
-        timing.add("solve", time.perf_counter() - t0)
+        add_stage("queue", time.perf_counter() - t3)
+        add_stage("solve", time.perf_counter() - t0)
         return self.render(problem, ans, step, choices, queued, time.perf_counter() - t0)
 
     def validate(self, problem: object, gold: object, cap: int | None) -> tuple[str, str | None]:
@@ -125,13 +125,13 @@ class Answering:
         ans = self.solver.solve(problem, decode=decodes)
         for s in decodes.steps:
             if s.memo:
-                timing.add("memo", s.seconds)
+                add_stage("memo", s.seconds)
             else:
                 r = s.decoded
-                timing.add("graft", r.graft_seconds)
-                timing.add("forward", r.prefill_seconds - r.graft_seconds)
-                timing.add("decode", r.seconds - r.prefill_seconds)
-        timing.add("walk", time.perf_counter() - t0 - sum(s.seconds for s in decodes.steps))
+                add_stage("graft", r.graft_seconds)
+                add_stage("forward", r.prefill_seconds - r.graft_seconds)
+                add_stage("decode", r.seconds - r.prefill_seconds)
+        add_stage("walk", time.perf_counter() - t0 - sum(s.seconds for s in decodes.steps))
         return ans, decodes.steps[-1]
 
     def verdict(self, problem: str, gold: str | None, ans: Answer) -> bool:

@@ -44,7 +44,7 @@ from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.config import DEFAULTS, Paths, ServiceConfig
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.service import request as per_request
-from galahad.flywheel.service import security, timing
+from galahad.flywheel.service import security
 from galahad.flywheel.service.answering import Answering
 from galahad.flywheel.service.api import (
     Decoding,
@@ -143,13 +143,13 @@ async def guard(request: Request, call_next):
         return error(503, "the replica is starting", request=request)
     _enough_threads(replica.config.max_ongoing_requests + THREAD_HEADROOM)
     ctx.caller = await replica.identify(request)
-    timing.add("identify", time.perf_counter() - t0)
+    per_request.add_stage("identify", time.perf_counter() - t0)
     response = _refusal(replica, request, ctx.caller) or await _route(request, call_next)
     ctx.route = getattr(request.scope.get("route"), "path", ctx.route)
     tenant = None if ctx.caller is None or ctx.caller.admin else ctx.caller.tenant
     replica.metrics.request(ctx.route, response.status_code, time.perf_counter() - t0, tenant, ctx.path)
     ctx.stages["replica"] = time.perf_counter() - t0
-    response.headers["Server-Timing"] = timing.header(ctx.stages)
+    response.headers["Server-Timing"] = per_request.server_timing(ctx.stages)
     return response
 
 

@@ -1,9 +1,19 @@
-"""The one per-request context: who calls, the route, the answer path, and where the time went (stages).
+"""The one per-request context: who calls, the route, the answer path, and where the time went.
 
 `app.guard` calls `begin()` once per request. The route runs in a copy of the middleware's context, so the
-`Request` itself is shared: what the route sets on it (`Metrics.answer`: the path; `timing.add`: stages) the
+`Request` itself is shared: what the route sets on it (`Metrics.answer`: the path; `add_stage`: stages) the
 middleware reads after it, and `current_caller()` reads its caller. Functions, not the ContextVar, are the
-interface: Serve pickles the deployment class by value, and a function is pickled by reference.
+interface: Serve pickles the deployment class by value, and a function is pickled by reference. Outside a
+request (`current()` None) nothing is recorded.
+
+Stages are seconds sent back as the `Server-Timing` header (`server_timing`: milliseconds, the W3C syntax
+`check;dur=0.4, walk;dur=1.9, ...`); a few `perf_counter` calls a request, always on. A solve's
+(`Answering.solve`), in order: `check` (input and prompt-length checks), `wait` (the engine lock), per route
+decoded `memo` (a recall read from the replica's memo) or `graft` (the chain's load, hash-checked, and
+restore; the base route: the kept prefix's copy), `forward` (to the first token's logits) and `decode`;
+`walk` (the rest of `Solver.solve`: lookup, verifier, computed-value check), `choices`, `queue` (handing a
+problem to the learner), `solve` (the whole); the middleware adds `identify` and `replica` (the request from
+its entry to its response: JSON parsing, the threadpool hop and the reply's serialization included).
 """
 
 from __future__ import annotations
@@ -21,7 +31,7 @@ class Request:
     caller: Caller | None = None  # set once the guard identified it (None: not yet, or refused)
     route: str = "unrouted"  # the route's path template, once routed
     path: str = NO_PATH  # the answer path (`memory.solver.PATHS`), once a route answered
-    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage (`timing.py`), in order added
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage, in the order added
 
 
 _CURRENT: contextvars.ContextVar[Request | None] = contextvars.ContextVar("galahad_request", default=None)
@@ -44,3 +54,25 @@ def current_caller() -> Caller:
     if ctx is None or ctx.caller is None:
         raise RuntimeError("no caller identified for this request")
     return ctx.caller
+
+
+def add_stage(stage: str, seconds: float) -> None:
+    """Add `seconds` to `stage` of the request being handled (nothing outside a request)."""
+    ctx = _CURRENT.get()
+    if ctx is not None:
+        ctx.stages[stage] = ctx.stages.get(stage, 0.0) + seconds
+
+
+def server_timing(stages: dict[str, float]) -> str:
+    """The `Server-Timing` value: each stage's milliseconds, in the order they were added."""
+    return ", ".join(f"{name};dur={1000 * s:.2f}" for name, s in stages.items())
+
+
+def parse_server_timing(value: str | None) -> dict[str, float]:
+    """A `Server-Timing` value back into {stage: milliseconds} (what the bench reads)."""
+    out: dict[str, float] = {}
+    for part in (value or "").split(","):
+        name, _, rest = part.strip().partition(";dur=")
+        if name and rest:
+            out[name] = float(rest)
+    return out
