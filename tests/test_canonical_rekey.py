@@ -1,0 +1,45 @@
+"""Re-keying on a new KEY_VERSION (issue 49 item 7): a stored problem whose key changes or disappears is
+re-keyed by catalog.ensure_keys; it keeps its row (hash recall, gold, status) and every other table
+(artifacts, attempts, shapes) is untouched. Real SQLite, no mocks."""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+
+from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.catalog.schema import TABLES
+from galahad.flywheel.problems import canonical
+
+CHANGED = "What is a score times a dozen?"  # k6 read it as 20 + 12
+GONE = "What is 1/0?"  # k6 keyed it (with no value); undefined now: no key
+SAME = "What is 7 + 5?"
+
+
+def _snapshot(cat: Catalog) -> dict:
+    with cat.engine.connect() as conn:
+        return {name: sorted(map(tuple, conn.execute(select(t)).all()), key=repr)
+                for name, t in TABLES.items() if name != "problem_keys"}
+
+
+def test_a_changed_or_vanished_key_is_recomputed_and_the_problem_kept(tmp_path):
+    with Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}") as cat:
+        ids = {t: cat.problems.add(t, a, "me", "t") for t, a in ((CHANGED, "240"), (GONE, "none"), (SAME, "12"))}
+        keys = TABLES["problem_keys"]
+        old = {CHANGED: "e:+(*(1,12),*(1,20))", GONE: "e:*(1,/(0))", SAME: canonical.canonical_key(SAME)}
+        with cat.write() as conn:  # what k6 stored
+            for text, pid in ids.items():
+                conn.execute(update(keys).where(keys.c.problem_id == pid)
+                             .values(key_version="k6", canonical_key=old[text]))
+        before = _snapshot(cat)
+        assert cat.problems.ensure_keys() == 3
+        assert cat.problems.ensure_keys() == 0  # current now
+        assert _snapshot(cat) == before  # problems, artifacts, attempts, shapes: untouched
+        rows = {t: cat.problems.key(pid) for t, pid in ids.items()}
+        assert {r["key_version"] for r in rows.values()} == {canonical.KEY_VERSION}
+        assert rows[CHANGED]["canonical_key"] == canonical.canonical_key(CHANGED) == "e:*(12,20)"
+        assert rows[GONE]["canonical_key"] is None
+        assert rows[SAME]["canonical_key"] == old[SAME]  # a text read the same way keeps its key
+        for text, pid in ids.items():  # hash recall: the same text still finds its problem and gold
+            assert cat.problems.by_hash(pid)["text"] == text
+        assert cat.problems.by_keys([old[CHANGED], old[GONE]]) == []  # no stale key joins anything
+        assert [r["id"] for r in cat.problems.by_keys(["e:*(12,20)"])] == [ids[CHANGED]]
