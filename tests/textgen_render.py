@@ -132,7 +132,7 @@ def text_of(toks, spec: tuple) -> str:
 
 def leaf_alts(leaf: tuple, f, where: str, power: bool, tight: bool = False) -> set:
     """Other readings of an operator next to a leaf whose written parts can group apart: a power after
-    "-5", "3/4", "2 1/2"; any operator after "two and a half", "two dozen"; "twice" before
+    "-5", "3/4", "2 1/2"; any operator after "two and a half"; "twice" before
     "2 1/2". A fraction or mixed number written in digits is one number to words ("3/4 squared"); only a
 written power splits it ("3/4^2")."""
     form, p, _ = leaf
@@ -144,8 +144,6 @@ written power splits it ("3/4^2")."""
             return {div(F(p[0]), f(F(p[1])))}
         if form == "mixedw" or (tight and form in ("mixed", "latex_mixed")):
             return {add(F(p[0]), f(F(p[1], p[2])))}
-        if form == "idiom" and p[0] != 1:
-            return {mul(F(p[0]), f(F(W.IDIOM[p[1]])))}
     elif where == "pre" and form == "mixedw":
         return {add(f(F(p[0])), F(p[1], p[2]))}
     return set()
