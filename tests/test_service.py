@@ -21,7 +21,7 @@ from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.golds import same_gold
 from galahad.flywheel.service.client import Client, ServiceError
-from galahad.flywheel.service.security import authorized, is_loopback, token_for
+from galahad.flywheel.service.security import ADMIN, identify, is_loopback, token_for
 
 TOKEN = "test-token-0123456789abcdef"
 SEEDED = ("What is 2 + 3?", "5")
@@ -59,8 +59,11 @@ def test_loopback_rule():
         token_for("0.0.0.0", None)
     with pytest.raises(GalahadError, match="too short"):
         token_for("0.0.0.0", "short")
-    assert authorized("/healthz", None, TOKEN) and not authorized("/readyz", None, TOKEN)
-    assert not authorized("/readyz", "Bearer wrong", TOKEN) and authorized("/readyz", f"Bearer {TOKEN}", TOKEN)
+    def who(path, header, token=TOKEN):
+        return identify(path, header, token, False, lambda name: None)
+
+    assert who("/healthz", None) is ADMIN and who("/readyz", None) is None and who("/readyz", None, None) is ADMIN
+    assert who("/readyz", "Bearer wrong") is None and who("/readyz", f"Bearer {TOKEN}") is ADMIN
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "10.213.9.1", "::"])

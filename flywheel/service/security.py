@@ -6,7 +6,7 @@ endpoint but `/healthz` requires a bearer token, whether or not an admin token i
 (`gt-<name>.<secret>`: the name picks the row, the secret's salted SHA-256 is compared with the stored one
 in constant time; a revoked tenant's is refused) or the admin's `GALAHAD_API_TOKEN`. `identify` says who
 calls (`Caller`): the admin (every scope: the single-user service's view; admin routes) or one tenant (its
-memory scope and shared's). With no tenant, `identify` is exactly `authorized`: today's rule.
+memory scope and shared's). With no tenant, `identify` is the token rule above.
 """
 
 from __future__ import annotations
@@ -46,15 +46,6 @@ def token_for(host: str, token: str | None) -> str | None:
     return token
 
 
-def authorized(path: str, header: str | None, token: str | None) -> bool:
-    """Whether a request may proceed: open paths always; otherwise the exact bearer token (constant time)."""
-    if token is None or path in OPEN_PATHS:
-        return True
-    if not header or not header.startswith("Bearer "):
-        return False
-    return hmac.compare_digest(header[len("Bearer "):].encode(), token.encode())
-
-
 def caller_identity(token: str | None) -> str:
     """Who gives the golds a server admits: `api:token-<first 12 hex of the token's SHA-256>` (never the
     token itself), or `api:loopback` for an open loopback server."""
@@ -82,18 +73,18 @@ _DUMMY_SALT = "0" * 32  # an unknown tenant's secret is hashed too: its refusal 
 
 def identify(path: str, header: str | None, token: str | None, tenants_exist: bool,
              tenant_row: Callable[[str], dict | None]) -> Caller | None:
-    """The caller of a request, or None (HTTP 401). No tenants: `authorized`'s rule (the admin, or None).
-    With tenants every path but the open ones needs a bearer token: the admin's (`token`, when set) or an
-    active tenant's (`tenant_row(name)`: its catalog row)."""
-    if not tenants_exist:
-        return ADMIN if authorized(path, header, token) else None
-    if path in OPEN_PATHS:
+    """The caller of a request, or None (HTTP 401): the admin on the open paths, on an open server (no
+    `token`, no tenants) and with the admin's bearer `token` (constant time); once tenants exist, an active
+    tenant with its own (`tenant_row(name)`: its catalog row)."""
+    if path in OPEN_PATHS or (token is None and not tenants_exist):
         return ADMIN
     if not header or not header.startswith("Bearer "):
         return None
     given = header[len("Bearer "):]
     if token is not None and hmac.compare_digest(given.encode(), token.encode()):
         return ADMIN
+    if not tenants_exist:
+        return None
     parts = split_token(given)
     if parts is None:
         return None
