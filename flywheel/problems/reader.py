@@ -35,13 +35,33 @@ def _key_of(reading, one_unit: bool) -> tuple[str, Fraction] | None:
     return (k, v) if v is not None and len(k) <= rt.MAX_KEY_CHARS else None
 
 
+_ADD_WORDS = {"PLUS", "MINUS", "LESS", "MORETHAN", "LESSTHAN", "ADDED", "SUBTRACTED"}
+_MUL_WORDS = {"TIMES", "DIVBY", "OVER"}
+_OPERAND_END = {"NUM", "RP", "VAR", "UNIT", "IDIOM", "PCT", "FRACN", "FRAC1", "SQUARED", "CUBED"}
+
+
+def _mixed_words(toks) -> bool:
+    """Word operators beside an operator of another precedence level ("two plus three times four", "2 * 3
+    plus 4", "3 times 4 more than 2"), a word power beside any operator ("2 to the power of 3 plus 1"), or
+    an operator after a word division ("8 divided by 2 times 4"): writers group these either way."""
+    kinds = [t.type for t in toks]
+    adds = {k for i, k in enumerate(kinds) if k in _ADD_WORDS or k == "PLUSS"
+            or (k == "DASH" and i and kinds[i - 1] in _OPERAND_END)}
+    muls = {k for k in kinds if k in _MUL_WORDS or k in ("STAR", "SLASH")}
+    words = bool(adds & _ADD_WORDS or muls & _MUL_WORDS)
+    if "POWW" in kinds and (adds or muls):
+        return True
+    after_div = [k for k in kinds[next((i for i, k in enumerate(kinds) if k in ("DIVBY", "OVER")), len(kinds)) + 1:]]
+    return (words and bool(adds) and bool(muls)) or any(k in _MUL_WORDS or k in ("STAR", "SLASH") for k in after_div)
+
+
 def key_and_value(text: str) -> tuple[str, Fraction] | None:
     """(key, value) when every reading of the text agrees, else None."""
     if not isinstance(text, str) or len(text) > MAX_CHARS:
         return None
     try:
         toks = tokens(text)
-        if not toks:
+        if not toks or _mixed_words(toks):
             return None
         found = readings(parser_for(frozenset(t.type for t in toks)).parse(toks))
     except (Refuse, LarkError, RecursionError, ArithmeticError, ValueError, TypeError):

@@ -26,7 +26,7 @@ GRAMMAR = r"""
 %declare REMOVE IT THERE QUARTER NEAREST ROUND ROUNDED WHOLE TENTHW HUNDREDTHW PLACES DECIMALW OPPOSITE
 %declare RECIPROCAL ABSOLUTE GO WORTH AS IN NUMBERW THEN GIVEN DOES BETWEEN RATIO FRACTIONW ASPERCENT OUT
 %declare CHANGE OFF ON TIP ITEMS SPLIT AMONG EVENLY LEAVES INTEGER SQRTSYM CBRTSYM SQRTP CBRTP WHICH OR
-%declare RAISE BE SUCH THAT MUST MODSYM FLOOR EQUATION SATISFIES NEGATE ABSF
+%declare RAISE BE SUCH THAT MUST MODSYM FLOOR EQUATION SATISFIES NEGATE ABSF POWW
 
 start: (SEP | COLON)* _question (SEP | COMMA)*
 _question: ask | equation_q | functions_q
@@ -47,11 +47,12 @@ _post: EQ | EQ SEP* WHAT | EQUALS | EQUALS WHAT | IS WHAT NUMBERW | EQ SEP* NUMB
 _after: SEP* WHAT IS LEFT | SEP* WHAT IS SUM
 
 // ---- word tier: read by precedence and left to right -----------------------------------------------------
-?expr: wsum | wl2r -> l2r | rev | relative | compare | sexpr (MODSYM | MOD) sexpr -> mod
+?expr: wsum | usum | rev | relative | compare | sexpr (MODSYM | MOD) sexpr -> mod
+// the same words read as their symbols, by the usual precedence ("8 divided by 2 * 4": (8 / 2) * 4 too)
+?usum: usum PLUSS uprod -> add | usum DASH uprod -> sub | usum wadd uprod -> wbin | uprod
+?uprod: uprod STAR sneg -> mul | uprod SLASH sneg -> div | uprod wmul sneg -> wbin | sneg
 ?wsum: wsum wadd wprod -> wbin | wprod
 ?wprod: wprod wmul wunit -> wbin | wunit
-wl2r: wl2r wop wunit | wunit wop wunit
-wop: wadd | wmul
 !wadd: PLUS | MINUS | LESS
 !wmul: TIMES | DIVBY | OVER
 ?wunit: sexpr | wunit post -> postfix
@@ -63,12 +64,12 @@ wop: wadd | wmul
 ?sexpr: ssum
 ?ssum: ssum PLUSS sprod -> add | ssum DASH sprod -> sub | sprod
 ?sprod: sprod STAR sneg -> mul | sprod SLASH sneg -> div | sprod SLASH SLASH sneg -> floordiv
-      | NUM TSLASH spow -> tdiv | sprod SLASH NUM TSLASH NUM -> div_chain
+      | NUM TSLASH (sbase CARET sexp | implicit) -> tdiv | sprod SLASH NUM TSLASH NUM -> div_chain
       | sprod (MODSYM | MOD) sneg -> mod | sprod LP expr RP -> mul | sneg
 ?sneg: DASH sneg -> neg | NEGATIVE sneg -> neg | MINUS sneg -> neg | spow
-?spow: sbase CARET sexp -> pow | satom | implicit
+?spow: sbase (CARET | POWW) sexp -> pow | satom | implicit
 ?sbase: batom | DASH batom -> neg
-?sexp: satom | DASH satom -> neg
+?sexp: batom | DASH batom -> neg | implicit
 ?satom: batom | quantity | phrase
 ?batom: NUM -> num
       | frac
@@ -78,6 +79,7 @@ wop: wadd | wmul
       | call
       | FLOOR LP expr RP -> floor | ABSF LP expr RP -> absolute
       | satom post -> postfix
+      | satom ROUNDED TO rounding -> round
       | (SQRTP | SQRTSYM) satom -> sqrt | (CBRTP | CBRTSYM) satom -> cbrt
       | SQRTSYM spow -> sqrt | CBRTSYM spow -> cbrt
 frac: NUM TSLASH NUM
@@ -99,7 +101,7 @@ call: FUNC LP expr RP
         | A UNIT AND A FRAC1 -> amount_and_half
         | quantity (COMMA quantity)* COMMA? AND quantity -> amount_list
         | fraction_words
-        | NUM AND fraction_words -> mixed
+        | NUM AND fraction_words -> mixed | NUM AND frac -> mixed
         | percent
 count: NUM | A | NUM AND fraction_words -> mixed
 fraction_words: A FRAC1 -> fw_one | NUM FRAC1 -> fw | NUM FRACN -> fw | FRAC1 -> fw_one
@@ -121,20 +123,20 @@ percent: (NUM | frac) (PCT | PERCENT)
       | WHEN sexpr IS DIVBY sexpr (COMMA | SEP)* WHAT IS REMAINDER -> remainder
 ?part: fraction_words | frac | percent
 ?of_arg: satom | expr | WHAT -> var
-items: sexpr (COMMA sexpr)* COMMA? AND sexpr | sexpr (COMMA sexpr)+ | sexpr (AND sexpr)+
+items: sexpr (COMMA sexpr)* COMMA? AND (sexpr | expr) | sexpr (COMMA sexpr)+ | sexpr (AND sexpr)+
 
 // ---- commands ------------------------------------------------------------------------------------------
-?command: ADD sexpr AND sexpr -> c_add | ADD sexpr TO sexpr -> c_add | (ADD | SUM) items -> sum
-       | SUM sexpr AND sexpr -> c_add | RAISE sexpr CARET sexp -> pow | RAISE sexpr BY sexpr -> increase
-       | SUBTRACT sexpr FROM sexpr -> c_subtract_from | TAKE sexpr AWAY? FROM sexpr -> c_subtract_from
-       | MULTIPLY sexpr (BY | AND) sexpr -> c_multiply | DIVIDE sexpr BY sexpr -> c_divide
-       | DIVIDE sexpr INTO sexpr -> c_divide_into
-       | (DOUBLE | TWICE) sexpr -> twice | TRIPLE sexpr -> thrice | HALVE sexpr -> c_halve
-       | SQUARE sexpr -> square | CUBE sexpr -> cube | NEGATE sexpr -> opposite
+?command: ADD sexpr AND sneg -> c_add | ADD sexpr TO sneg -> c_add | (ADD | SUM) items -> sum
+       | SUM sexpr AND sneg -> c_add | RAISE sexpr CARET sexp -> pow | RAISE sexpr BY sneg -> increase
+       | SUBTRACT sexpr FROM sneg -> c_subtract_from | TAKE sexpr AWAY? FROM sneg -> c_subtract_from
+       | MULTIPLY sexpr (BY | AND) sneg -> c_multiply | DIVIDE sexpr BY sneg -> c_divide
+       | DIVIDE sexpr INTO sneg -> c_divide_into
+       | (DOUBLE | TWICE) sneg -> twice | TRIPLE sneg -> thrice | HALVE sneg -> c_halve
+       | SQUARE sneg -> square | CUBE sneg -> cube | NEGATE sneg -> opposite
        | CONVERT sexpr (TO | IN | INTO) UNIT -> convert
        | ROUND sexpr TO rounding -> round | sexpr ROUNDED TO rounding -> round
        | sexpr TO rounding -> round
-       | INCREASE sexpr BY sexpr -> increase | DECREASE sexpr BY sexpr -> decrease
+       | INCREASE sexpr BY sneg -> increase | DECREASE sexpr BY sneg -> decrease
        | (SPLIT | DIVIDE) sexpr EVENLY? (AMONG | BETWEEN | BY) NUM ITEMS? -> c_divide
        | command COMMA? (IN | TO) UNIT -> convert
 rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac

@@ -59,11 +59,11 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\bgive only the (?:result|answer|final answer)(?: as your final answer)?\s*\.?", " . "),
     (r"\b(?:raised )?to the (negative )?(zeroth|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th))"
      r"(?: power)?\b",
-     lambda m: f" ^ {'-' if m.group(1) else ''}{lx.ORDINAL.get(m.group(2)) or m.group(2)[:-2]} "),
+     lambda m: f" poww {'-' if m.group(1) else ''}{lx.ORDINAL.get(m.group(2)) or m.group(2)[:-2]} "),
     (r"\bas an? (?:simplified |common |proper |improper )?(?:fraction|decimal|whole number|number)\b", " "),
     (r"\bin (?:its )?(?:simplest|lowest) (?:form|terms)\b", " "), (r"\bwhat'?s\b", "what is"),
-    (r"\b(\d+)\s*(?:to the)\s*(\d+)(?:st|nd|rd|th)\b", r"\1 ^ \2"), (r"\bout of\b", " divby "), (r"\braised to(?: the power of| the power)?\b", " ^ "),
-    (r"\bto the (?:power of|power)\b", " ^ "), (r"\bmultiplied by\b", " * "),
+    (r"\b(\d+)\s*(?:to the)\s*(\d+)(?:st|nd|rd|th)\b", r"\1 poww \2"), (r"\bout of\b", " divby "), (r"\braised to(?: the power of| the power)?\b", " poww "),
+    (r"\bto the (?:power of|power)\b", " poww "), (r"\bmultiplied by\b", " * "),
     (r"\bdivided by\b", " divby "), (r"\bsquare root of\b", " sqrt "), (r"\bcube root of\b", " cbrt "),
     (r"\bmore than\b", " morethan "), (r"\bless than\b", " lessthan "), (r"\bfewer than\b", " lessthan "),
     (r"\bsqrt\s*(?=\()", " sqrtp "), (r"\bcbrt\s*(?=\()", " cbrtp "),
@@ -185,6 +185,9 @@ def tokens(text: str) -> list[Token]:
                 raise Refuse("factorial")
             if v == "!=":
                 raise Refuse("inequality")
+            if v == "/" and ((i and raw[i - 1][0] == "word" and tight[i]) or
+                             (i + 1 < len(raw) and raw[i + 1][0] == "word" and tight[i + 1])):
+                raise Refuse("a slash touching a word ('two/three')")
             spaced = i + 1 < len(raw) and not tight[i + 1] and not tight[i]
             out.append(Token("MODSYM" if v == "%" and spaced else _SYMS.get(v, "SEP"), v))
         else:
@@ -216,7 +219,7 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
         if w == "quarters":
             return [Token("FRACN", "4"), ] if not prev[:1].isdigit() else [Token("UNIT", _unit(w))]
         return [Token("FRACN", str(lx.DENOM_MANY[w]))]
-    if w in ("divby", "morethan", "lessthan", "dp", "sf", "sqrt", "cbrt", "root2", "root3", "point"):
+    if w in ("poww", "divby", "morethan", "lessthan", "dp", "sf", "sqrt", "cbrt", "root2", "root3", "point"):
         return [Token(w.upper(), w)]
     if w in lx.UNIT and w not in lx.WORDS and (len(w) > 1 or (prev[:1].isdigit() and not tight)):
         return [Token("UNIT", _unit(w))]

@@ -102,14 +102,23 @@ def _subst(e, x):
     return rt.substitute(e[0], x[0]), None
 
 
+def _nonneg(t) -> bool:
+    v = rt.value(t)
+    if v is None or v < 0:
+        raise Refuse("floor of a negative or undefined value")
+    return True
+
+
 def _floor(t):
     return rt.floor_div(t), None
 
 
 def _remainder(a, b, *_):
-    x, y = _whole(a[0]), _whole(b[0])
-    if not _plain(a, b) or x is None or y is None or x < 0 or y <= 0:
+    if not _plain(a, b):
         return None
+    x, y = _whole(a[0]), _whole(b[0])
+    if x is None or y is None or x < 0 or y <= 0:
+        raise Refuse("a remainder of a negative or a fraction: conventions differ")
     return rt.mod(a[0], b[0]), None
 
 
@@ -144,7 +153,7 @@ def _convert(q, unit: Token):
         return None
     ratio = q[1][1] / Fraction(f)
     if not (_decimal(ratio, 4) or ratio.numerator == 1):
-        return None  # km to miles: an exact value nobody writes (3.1068...); a gold "3.11" would be refused
+        raise Refuse("km to miles: an exact value nobody writes (3.1068...); a gold 3.11 would be refused")
     return (q[0] if ratio == 1 else rt.mul(q[0], rt.num(ratio))), None
 
 
@@ -158,7 +167,7 @@ def _round(x, unit):
         return None
     q = v / unit
     if q - (q.numerator // q.denominator) == Fraction(1, 2):
-        return None  # a tie: half up and half even disagree
+        raise Refuse("a tie: half up and half even disagree")
     return rt.round_to(x[0], unit), None
 
 
@@ -209,14 +218,14 @@ def _wbin(a, op: Tree, b):
 
 def _fw(n, d):
     num_ = Fraction(n.value) if isinstance(n, Token) and n.type == "NUM" else Fraction(1)
-    if num_.denominator != 1:
-        return None
+    if num_.denominator != 1 or (d.type == "FRACN") != (num_ != 1):
+        raise Refuse("'one thirds', 'two third': the number of the fraction word disagrees")
     return rt.ratio(num_, Fraction(d.value)), "w"
 
 
 def _frac(a: Token, b: Token):
     if Fraction(b.value) == 0:
-        return None
+        raise Refuse("a zero denominator")
     return rt.ratio(Fraction(a.value), Fraction(b.value)), "d"
 
 
@@ -260,8 +269,10 @@ def _pct_change(a, b, direction):
     """Percent change from a to b: (b - a) / a * 100; an increase needs b >= a, a decrease a >= b (then
     (a - b) / a * 100)."""
     va, vb = rt.value(a[0]), rt.value(b[0])
-    if not _plain(a, b) or va is None or vb is None or va <= 0 or direction * (vb - va) < 0:
+    if not _plain(a, b) or va is None or vb is None:
         return None
+    if va <= 0 or direction * (vb - va) < 0:
+        raise Refuse("a percent change against its direction, or from zero or below")
     d = rt.sub(a[0], b[0]) if direction < 0 else rt.sub(b[0], a[0])
     return rt.mul(d, rt.inv(a[0]), rt.num(100)), None
 
@@ -280,11 +291,11 @@ M = {
     "div_chain": lambda a, n1, n2: _div(_div(a, (rt.num(Fraction(n1.value)), None)) or (None, "%"),
                                         (rt.num(Fraction(n2.value)), None)),
     "floordiv": lambda a, b: _floor(rt.div(a[0], b[0])) if _remainder(a, b) else None,
-    "floor": lambda a: _floor(a[0]) if _plain(a) and rt.value(a[0]) is not None and rt.value(a[0]) >= 0 else None,
+    "floor": lambda a: _floor(a[0]) if _plain(a) and _nonneg(a[0]) else None,
     "mod": _remainder, "remainder": _remainder,
     "absolute": _unary(rt.absolute), "opposite": _unary(rt.opposite), "reciprocal": _unary(rt.inv),
     "implicit": _mul, "var": lambda *t: (rt.VAR, None),
-    "postfix": _postfix, "wbin": _wbin, "l2r": lambda x: x, "wl2r": _wbin,
+    "postfix": _postfix, "wbin": _wbin,
     "less_than": lambda a, b: _sub(b, a) if a[1] not in ("%", "w") else None,
     "more_than": lambda a, b: _add(b, a) if a[1] not in ("%", "w") else None,
     "rel_more": lambda a, b: _relative(b, a, 1), "rel_less": lambda a, b: _relative(b, a, -1),
@@ -296,7 +307,7 @@ M = {
     "half_idiom": lambda *c: (rt.part_of(Fraction(1, int(next(t for t in c if t.type == "FRAC1").value)),
                                          rt.num(Fraction(c[-1].value))), None),
     "count": _count, "fw": _fw, "fw_one": lambda *c: _fw(None, c[-1]),
-    "mixed": lambda n, w: (rt.num(Fraction(n.value) + rt.value(w[0])), None),
+    "mixed": lambda n, w: (rt.num(Fraction(n.value) + rt.value(w[0])), None) if rt.value(w[0]) < 1 else None,
     "percent": _percent, "part_of": lambda *c: _part(c[0], c[-1]),
     "amount_and_half": lambda *c: _mul((rt.ratio(Fraction(3), Fraction(2)), None), _amount(ONE_T, c[1])),
     "amount_list": lambda *qs: _sum_amounts(qs),
@@ -351,8 +362,8 @@ def readings(tree) -> set:
         if len(out) > MAX_READINGS:
             raise Refuse("too many readings")
         return out
-    if data in ("wadd", "wmul", "wop", "post"):
-        return tree if data != "wop" else tree.children[0]
+    if data in ("wadd", "wmul", "post"):
+        return tree
     if data == "implicit":
         kids = [k if not isinstance(k, Token) else
                 {(rt.num(Fraction(k.value)), None)} if k.type == "NUM" else {(rt.VAR, None)} if k.type == "VAR"
