@@ -79,7 +79,7 @@ HAND = [
     ("What is 5 divided by 0?", _b("{0} divided !by {1}", INT(5), INT(0)), "undefined", {"undefined"}),
     ("What is 5/0?", _b("{0} ~/ ~{1}", INT(5), INT(0)), "undefined", {"undefined"}),
     ("What is 0^0?", _b("{0} ~^ ~{1}", INT(0), INT(0)), "undefined", {"undefined"}),
-    ("What is the square root of 50?", _u("the square root of {0}", INT(50)), "undefined", {"undefined"}),
+    ("What is the square root of 50?", _u("the square root !of {0}", INT(50)), "undefined", {"undefined"}),
 ]
 
 

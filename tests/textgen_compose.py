@@ -267,7 +267,7 @@ def negation(spec: tuple, rng: random.Random) -> tuple | None:
         return None
     expr, dollars = (spec[2][1], True) if spec[2][0] == "$" else (spec[2], False)
     symbolic = dollars or any(BIN.get(t, UN.get(t)).form in ("sym", "tight", "braced") for t in _templates(expr))
-    tpl = "-( ~{0} ~)" if symbolic else rng.choice(("the negative of {0}", "the opposite of {0}"))
+    tpl = "-( ~{0} ~)" if symbolic else rng.choice(("the negative !of {0}", "the opposite !of {0}"))
     out = ("u", tpl, expr)
     return ("F", spec[1], ("$", out) if dollars else out)
 

@@ -117,7 +117,7 @@ BIN = {ph.template: ph for ph in [
     *_b(div, "/", "imp", "divide {0} !by {1}", "divide {1} into {0}"),
     *_b(pw, "^", "infix", "{0} to the power !of {1}", "{0} !raised to the power !of {1}", "{0} raised to {1}",
         "{0} to the {1o} !power"),
-    *_b(pw, "^", "closed", "the {1o} power of {0}"),
+    *_b(pw, "^", "closed", "the {1o} power !of {0}"),
     *_b(add, "+", "sym", "{0} + {1}"),
     *_b(sub, "-", "sym", "{0} - {1}", "{0} − {1}"),
     *_b(mul, "*", "sym", "{0} * {1}", "{0} x {1}", "{0} × {1}", "{0} \\cdot {1}", "{0} \\times {1}"),
@@ -141,17 +141,17 @@ UN = {ph.template: ph for ph in [
     Ph(dbl, "twice {0}", "pre", "unary", "dbl"), Ph(dbl, "double {0}", "pre", "unary", "dbl"),
     Ph(tpl, "triple {0}", "pre", "unary", "tpl"), Ph(tpl, "thrice {0}", "pre", "unary", "tpl"),
     Ph(half, "half !of {0}", "pre", "unary", "half"),
-    Ph(sq, "the square of {0}", "pre", "unary", "sq"), Ph(cube, "the cube of {0}", "pre", "unary", "cube"),
-    Ph(sqrt, "the square root of {0}", "pre", "unary", "sqrt"),
-    Ph(cbrt, "the cube root of {0}", "pre", "unary", "cbrt"),
-    Ph(neg, "the negative of {0}", "pre", "unary", "neg"), Ph(neg, "the opposite of {0}", "pre", "unary", "neg"),
-    Ph(recip, "the reciprocal of {0}", "pre", "unary", "recip"),
-    Ph(absv, "the absolute value of {0}", "pre", "unary", "abs"),
+    Ph(sq, "the square !of {0}", "pre", "unary", "sq"), Ph(cube, "the cube !of {0}", "pre", "unary", "cube"),
+    Ph(sqrt, "the square root !of {0}", "pre", "unary", "sqrt"),
+    Ph(cbrt, "the cube root !of {0}", "pre", "unary", "cbrt"),
+    Ph(neg, "the negative !of {0}", "pre", "unary", "neg"), Ph(neg, "the opposite !of {0}", "pre", "unary", "neg"),
+    Ph(recip, "the reciprocal !of {0}", "pre", "unary", "recip"),
+    Ph(absv, "the absolute value !of {0}", "pre", "unary", "abs"),
     Ph(sqrt, "sqrt( ~{0} ~)", "braced", "unary", "sqrt"), Ph(sqrt, "√( ~{0} ~)", "braced", "unary", "sqrt"),
     Ph(sqrt, "\\sqrt{ ~{0} ~}", "braced", "unary", "sqrt"), Ph(cbrt, "\\sqrt[3]{ ~{0} ~}", "braced", "unary", "cbrt"),
     Ph(neg, "-( ~{0} ~)", "braced", "unary", "neg"),
 ]}
-NEGATIONS = ("the negative of {0}", "the opposite of {0}", "-( ~{0} ~)")
+NEGATIONS = ("the negative !of {0}", "the opposite !of {0}", "-( ~{0} ~)")
 POWERS = frozenset({"sq", "cube"})
 ORD_SUFFIX = {2: "nd", 3: "rd"}
 

@@ -165,7 +165,7 @@ def _unary(s) -> set:
     if ph.form == "braced":
         return out
     if c[0] == "n":
-        short = " of " not in s[1]
+        short = "of" not in s[1]
         out |= leaf_alts(c[1], ph.fn, ph.form if ph.form == "post" or short else "none", ph.op in POWERS)
     elif c[0] == "b":
         B = BIN[c[1]]
