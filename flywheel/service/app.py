@@ -144,7 +144,12 @@ async def guard(request: Request, call_next):
     _enough_threads(replica.config.max_ongoing_requests + THREAD_HEADROOM)
     ctx.caller = await replica.identify(request)
     per_request.add_stage("identify", time.perf_counter() - t0)
-    response = _refusal(replica, request, ctx.caller) or await _route(request, call_next)
+    response = _refusal(replica, request, ctx.caller)
+    if response is None:
+        try:
+            response = await call_next(request)
+        except Exception as exc:  # never a traceback over HTTP
+            response = error(500, f"internal error: {type(exc).__name__}", request=request)
     ctx.route = getattr(request.scope.get("route"), "path", ctx.route)
     tenant = None if ctx.caller is None or ctx.caller.admin else ctx.caller.tenant
     replica.metrics.request(ctx.route, response.status_code, time.perf_counter() - t0, tenant, ctx.path)
@@ -173,13 +178,6 @@ def _refusal(replica: "GalahadApi", request: Request, caller: Caller | None) -> 
     if int(request.headers.get("content-length") or 0) > replica.config.max_body_bytes:
         return error(413, f"request body over {replica.config.max_body_bytes} bytes", request=request)
     return None
-
-
-async def _route(request: Request, call_next) -> Response:
-    try:
-        return await call_next(request)
-    except Exception as exc:  # never a traceback over HTTP
-        return error(500, f"internal error: {type(exc).__name__}", request=request)
 
 
 async def json_body(request: Request, limit: int) -> Any:
