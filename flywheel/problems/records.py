@@ -64,8 +64,8 @@ def source_of(name: str) -> str:
 
 
 def defaults(values: dict, source: str) -> dict:
-    """`values` with what a short problem leaves out filled in (see the module docstring); only where
-    `problem` is a string (otherwise validation names what is wrong with it)."""
+    """`values` with what a short problem leaves out filled in (see the module docstring); `problem` is a
+    checked string (`problem_from_dict`)."""
     text, out = values.get("problem"), dict(values)
     if "source" not in out:
         out["source"] = source
@@ -78,6 +78,17 @@ def defaults(values: dict, source: str) -> dict:
         out.setdefault("template", f"shape:{shape_hash(text)[:12]}")
         out.setdefault("topic", out["source"] if isinstance(out["source"], str) else source)
     return out
+
+
+def _check_field(value: object, name: str, where: str) -> None:
+    if not isinstance(value, str):
+        raise GalahadError(f"{where}: field {name!r} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise GalahadError(f"{where}: field {name!r} is empty")
+    if len(value) > MAX_TEXT:
+        raise GalahadError(f"{where}: field {name!r} is over {MAX_TEXT} characters")
+    if "\x00" in value or any("\ud800" <= ch <= "\udfff" for ch in value):
+        raise GalahadError(f"{where}: field {name!r} contains a NUL character or a lone surrogate")
 
 
 def problem_from_dict(obj: object, where: str = "problem", source: str = API_SOURCE) -> Problem:
@@ -94,17 +105,10 @@ def problem_from_dict(obj: object, where: str = "problem", source: str = API_SOU
     for name in REQUIRED:
         if name not in values:
             raise GalahadError(f"{where}: missing field {name!r} (a problem needs at least problem and answer)")
-    values = defaults(values, source)
-    for name in (*REQUIRED, *(f for f in FIELDS if f not in REQUIRED)):  # defaults exist once `problem` is good
-        value = values[name]
-        if not isinstance(value, str):
-            raise GalahadError(f"{where}: field {name!r} must be a string, got {type(value).__name__}")
-        if not value.strip():
-            raise GalahadError(f"{where}: field {name!r} is empty")
-        if len(value) > MAX_TEXT:
-            raise GalahadError(f"{where}: field {name!r} is over {MAX_TEXT} characters")
-        if "\x00" in value or any("\ud800" <= ch <= "\udfff" for ch in value):
-            raise GalahadError(f"{where}: field {name!r} contains a NUL character or a lone surrogate")
+        _check_field(values[name], name, where)
+    values = defaults(values, source)  # from a checked problem text only (its hash, its shape)
+    for name in FIELDS:
+        _check_field(values[name], name, where)
     return Problem(**{name: values[name] for name in FIELDS})
 
 
