@@ -22,6 +22,7 @@ import uuid  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
 
 import pytest  # noqa: E402
+import spread  # noqa: E402
 from sqlalchemy import create_engine  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
@@ -70,6 +71,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "served" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+    spread.plan(config, items)  # under pytest-xdist (CI): which tests share a worker, longest first
 
 
 @pytest.fixture(autouse=True)

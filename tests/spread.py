@@ -1,0 +1,73 @@
+"""How a tier is spread over pytest-xdist workers (CI: `.ci/run` runs each tier with `-n 2 --dist loadgroup
+--no-loadscope-reorder`); `conftest.py` calls `plan` from its collection hook.
+
+Owns the grouping and the order. Each test is put in an `xdist_group`, and xdist runs a group's tests on one
+worker, in order:
+- a module is one group, so its module fixtures (a `galahad serve`, a learned data dir, a loaded model) start
+  once, as in a serial run;
+- the tests that use one session fixture that starts a cluster (`netns_ray_cluster`: two Ray nodes in network
+  namespaces) are one group, across their modules: one cluster, not one per worker;
+- a long test of a long module that shares no module fixture with the rest of it (`OWN_GROUP`) is a group of
+  its own, so the other worker can take it.
+xdist hands a free worker the next group in collection order (`--no-loadscope-reorder`), so the groups that take
+longest (`LONGEST_FIRST`, measured) are collected first: the tier does not end waiting on one long group that
+started last. Without xdist (a plain `pytest`, or `-n 0`) nothing here runs: order and fixtures are the serial
+run's.
+
+Each worker is its own process with its own temp dirs (`tmp_path`), its own local Ray (`ray.init` starts one
+per process), its own PostgreSQL databases (uniquely named, `conftest.make_catalog_url`), its own network
+namespaces (`netns_cluster`: a random id per cluster) and its own free ports; the model cache is shared and its
+build is locked across processes (`model_loader.ensure_snapshot`).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Session fixtures that start a cluster: every test that uses one runs on one worker.
+SHARED_SESSION_FIXTURES = ("netns_ray_cluster",)
+
+# Long tests that share no module fixture with the rest of their module: a group each.
+OWN_GROUP = (
+    "tests/test_flywheel.py::test_sigkill_mid_run_then_resume_loses_nothing",
+    "tests/test_flywheel.py::test_run_on_postgresql_catalog_and_shared_store",
+)
+
+# Groups, longest first (a module path, a test id of OWN_GROUP, or a fixture name of SHARED_SESSION_FIXTURES),
+# as measured in the slow tier; the rest follow in collection order.
+LONGEST_FIRST = (
+    "tests/test_flywheel.py",
+    "tests/test_serve_default_model.py",
+    "tests/test_s3_cluster.py",
+    "tests/test_service.py",
+    "netns_ray_cluster",
+    "tests/test_openai_api.py",
+    "tests/test_tenants_http.py",
+    "tests/test_openai_clients.py",
+    "tests/test_catalog_concurrency.py",
+)
+
+
+def _group(item: pytest.Item) -> str:
+    for name in SHARED_SESSION_FIXTURES:
+        if name in getattr(item, "fixturenames", ()):
+            return name
+    test_id = item.nodeid.split("[", 1)[0]
+    if test_id in OWN_GROUP:
+        return test_id
+    return item.nodeid.split("::", 1)[0]
+
+
+def plan(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker under `--dist loadgroup`: put each test in its group and the longest groups first.
+    Every worker collects and orders alike (xdist checks that they agree)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "loadgroup", False):  # xdist sets it
+        return
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    groups = {}
+    for item in items:
+        groups[item] = _group(item)
+        item.add_marker(pytest.mark.xdist_group(groups[item]))
+    items.sort(key=lambda item: rank.get(groups[item], len(rank)))  # stable: collection order within a rank
