@@ -35,8 +35,11 @@ def _key_of(reading, one_unit: bool) -> tuple[str, Fraction] | None:
     return (k, v) if v is not None and len(k) <= rt.MAX_KEY_CHARS else None
 
 
-_ADD_WORDS = {"PLUS", "MINUS", "LESS", "MORETHAN", "LESSTHAN", "ADDED", "SUBTRACTED"}
+_ADD_WORDS = {"PLUS", "MINUS", "LESS", "MORETHAN", "LESSTHAN", "ADDED", "SUBTRACTED", "INCREASED", "DECREASED"}
 _MUL_WORDS = {"TIMES", "DIVBY", "OVER"}
+_UNARY = {"NEGATIVE", "OPPOSITE", "RECIPROCAL", "ABSOLUTE", "SQRT", "CBRT", "TWICE", "DOUBLE", "TRIPLE", "HALVE",
+          "SQUARE", "CUBE", "NEGATE", "SQUARED", "CUBED", "DOUBLED", "TRIPLED", "HALVED"}
+_REVERSED = {"MORETHAN", "LESSTHAN", "ADDED", "SUBTRACTED", "INCREASED", "DECREASED"}
 _OPERAND_END = {"NUM", "RP", "VAR", "UNIT", "IDIOM", "PCT", "FRACN", "FRAC1", "SQUARED", "CUBED"}
 
 
@@ -51,6 +54,10 @@ def _mixed_words(toks) -> bool:
     words = bool(adds & _ADD_WORDS or muls & _MUL_WORDS)
     if "POWW" in kinds and (adds or muls):
         return True
+    if {"OFF", "TIP"} & set(kinds) and _UNARY & set(kinds):
+        return True  # "the negative of 15% off 18.9": the negative of the percent, or of the price
+    if sum(k in _REVERSED for k in kinds) + bool(adds & {"PLUS", "MINUS", "LESS"} and adds & _REVERSED) > 1:
+        return True  # "2 less than 5 less than 9", "a more than b reduced by c": chained reversed words
     after_div = [k for k in kinds[next((i for i, k in enumerate(kinds) if k in ("DIVBY", "OVER")), len(kinds)) + 1:]]
     return (words and bool(adds) and bool(muls)) or any(k in _MUL_WORDS or k in ("STAR", "SLASH") for k in after_div)
 

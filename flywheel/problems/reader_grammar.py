@@ -47,7 +47,7 @@ _post: EQ | EQ SEP* WHAT | EQUALS | EQUALS WHAT | IS WHAT NUMBERW | EQ SEP* NUMB
 _after: SEP* WHAT IS LEFT | SEP* WHAT IS SUM
 
 // ---- word tier: read by precedence and left to right -----------------------------------------------------
-?expr: wsum | usum | rev | relative | compare | sexpr (MODSYM | MOD) sexpr -> mod
+?expr: wsum | usum | expr post -> postfix | command post -> postfix | rev | relative | compare | sexpr MOD sexpr -> mod
 // the same words read as their symbols, by the usual precedence ("8 divided by 2 * 4": (8 / 2) * 4 too)
 ?usum: usum PLUSS uprod -> add | usum DASH uprod -> sub | usum wadd uprod -> wbin | uprod
 ?uprod: uprod STAR sneg -> mul | uprod SLASH sneg -> div | uprod wmul sneg -> wbin | sneg
@@ -55,7 +55,7 @@ _after: SEP* WHAT IS LEFT | SEP* WHAT IS SUM
 ?wprod: wprod wmul wunit -> wbin | wunit
 !wadd: PLUS | MINUS | LESS
 !wmul: TIMES | DIVBY | OVER
-?wunit: sexpr | wunit post -> postfix
+?wunit: sexpr | wunit post -> postfix | wunit POWW sexp -> pow
 !post: SQUARED | CUBED | DOUBLED | TRIPLED | HALVED
 ?rev: wprod LESSTHAN wprod -> less_than | wprod MORETHAN wprod -> more_than
     | wprod ADDED TO wprod -> more_than | wprod SUBTRACTED FROM wprod -> less_than
@@ -65,9 +65,9 @@ _after: SEP* WHAT IS LEFT | SEP* WHAT IS SUM
 ?ssum: ssum PLUSS sprod -> add | ssum DASH sprod -> sub | sprod
 ?sprod: sprod STAR sneg -> mul | sprod SLASH sneg -> div | sprod SLASH SLASH sneg -> floordiv
       | NUM TSLASH (sbase CARET sexp | implicit) -> tdiv | sprod SLASH NUM TSLASH NUM -> div_chain
-      | sprod (MODSYM | MOD) sneg -> mod | sprod LP expr RP -> mul | sneg
+      | sprod MOD sneg -> mod | sprod LP expr RP -> mul | sneg
 ?sneg: DASH sneg -> neg | NEGATIVE sneg -> neg | MINUS sneg -> neg | spow
-?spow: sbase (CARET | POWW) sexp -> pow | satom | implicit
+?spow: sbase (CARET | POWW) sexp -> pow | satom | implicit | sbase CARET sexp TSLASH NUM -> pow_div
 ?sbase: batom | DASH batom -> neg
 ?sexp: batom | DASH batom -> neg | implicit
 ?satom: batom | quantity | phrase
@@ -101,7 +101,8 @@ call: FUNC LP expr RP
         | A UNIT AND A FRAC1 -> amount_and_half
         | quantity (COMMA quantity)* COMMA? AND quantity -> amount_list
         | fraction_words
-        | NUM AND fraction_words -> mixed | NUM AND frac -> mixed
+        | NUM AND fraction_words -> mixed | NUM AND frac -> mixed | NUM AND fraction_words post -> mixed_post
+        | NUM AND fraction_words POWW sexp -> mixed_pow
         | percent
 count: NUM | A | NUM AND fraction_words -> mixed
 fraction_words: A FRAC1 -> fw_one | NUM FRAC1 -> fw | NUM FRACN -> fw | FRAC1 -> fw_one
@@ -145,7 +146,6 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
 // ---- relative change, conversions, comparisons -----------------------------------------------------------
 ?relative: sexpr INCREASED BY sexpr -> increase
         | sexpr (DECREASED BY | LESS) sexpr -> decrease
-        | sexpr PLUS sexpr -> pct_plus | sexpr MINUS sexpr -> pct_minus
         | sexpr MORETHAN sexpr -> rel_more | sexpr LESSTHAN sexpr -> rel_less
         | percent OFF sexpr -> off | sexpr (OFF | LESS) percent -> off_r
         | A? percent TIP (ON | OF) sexpr -> part_of | TIP OF percent ON sexpr -> part_of

@@ -41,7 +41,7 @@ _ROOTS = {"2": "sqrt", "3": "cbrt"}
 _PRE = re.compile(r"^\s*(?:q|question|quick question|problem)\s*:\s*")
 _POST = re.compile(r"\s*\ba\s*:\s*$")
 _TOKEN = re.compile(r"""
-    (?P<mixed>(?<![/\d.^])\d+\s+\d+/\d+(?![\d/.^]))
+    (?P<mixed>(?<![/\d.^])\d+\s+\d+/\d+(?![\d/.^]|\s*[\^*/]))
   | (?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+\.\d+|\d+|(?<![\w.])\.\d+)
   | (?P<word>[a-z]+(?:'[a-z]+)?)
   | (?P<sym>\u00f7|!=|[-+*/^(),=%$?.;:!|])
@@ -188,8 +188,9 @@ def tokens(text: str) -> list[Token]:
             if v == "/" and ((i and raw[i - 1][0] == "word" and tight[i]) or
                              (i + 1 < len(raw) and raw[i + 1][0] == "word" and tight[i + 1])):
                 raise Refuse("a slash touching a word ('two/three')")
-            spaced = i + 1 < len(raw) and not tight[i + 1] and not tight[i]
-            out.append(Token("MODSYM" if v == "%" and spaced else _SYMS.get(v, "SEP"), v))
+            if v == "%" and i + 1 < len(raw) and raw[i + 1][0] in ("num", "mixed"):
+                raise Refuse("'17 % 5': a percent or a remainder")
+            out.append(Token(_SYMS.get(v, "SEP"), v))
         else:
             got = _number_words(words, i)
             if got is not None:

@@ -78,17 +78,22 @@ def _part(f, x):
 
 
 def _relative(a, b, sign):
-    """Increase/decrease a by b: a percent or a fraction in words is a part of a; a number is added."""
-    if b[1] in ("%", "w"):
+    """Increase/decrease a by b: a percent is a part of a; a number is added; a fraction (in words or
+    digits) is read both ways by writers ("reduce 1/2 by a half": 1/4 or 0): no key."""
+    if b[1] in ("w", "d"):
+        raise Refuse("a fraction as a part or an amount")
+    if b[1] == "%":
         p = _part(b, a)
         return None if p is None else ((rt.add if sign > 0 else rt.sub)(a[0], p[0]), a[1])
-    if b[1] == "d":
-        raise Refuse("increase 60 by 1/3: a part or an amount")
     return (_add if sign > 0 else _sub)(a, b)
 
 
 def _unary(f):
-    return lambda a: (f(a[0]), None) if _plain(a) else None
+    def apply(a):
+        if a[1] == "%":
+            raise Refuse("the negative of a percent: whose scope?")
+        return (f(a[0]), None) if _plain(a) else None
+    return apply
 
 
 def _whole(t) -> int | None:
@@ -309,11 +314,12 @@ M = {
     "count": _count, "fw": _fw, "fw_one": lambda *c: _fw(None, c[-1]),
     "mixed": lambda n, w: (rt.num(Fraction(n.value) + rt.value(w[0])), None) if rt.value(w[0]) < 1 else None,
     "percent": _percent, "part_of": lambda *c: _part(c[0], c[-1]),
-    "amount_and_half": lambda *c: _mul((rt.ratio(Fraction(3), Fraction(2)), None), _amount(ONE_T, c[1])),
+    "amount_and_half": lambda *c: _mul((rt.num(1 + Fraction(1, int(c[-1].value))), None), _amount(ONE_T, c[1])),
     "amount_list": lambda *qs: _sum_amounts(qs),
     "amount_mixed": lambda n, w, u: _mul((rt.num(Fraction(n.value) + rt.value(w[0])), None), _amount(ONE_T, u)),
-    "pct_plus": lambda a, b: _relative(a, b, 1) if b[1] == "%" else None,
-    "pct_minus": lambda a, b: _relative(a, b, -1) if b[1] == "%" else None,
+    "mixed_pow": lambda n, w, e: _add((rt.num(Fraction(n.value)), None), _pow(w, e) or (None, "%")),
+    "mixed_post": lambda n, w, p: _add((rt.num(Fraction(n.value)), None), _postfix(w, p)),
+    "pow_div": lambda b, e, n: _div(_pow(b, e) or (None, "%"), (rt.num(Fraction(n.value)), None)),
     "off": lambda p, a: _relative(a, p, -1), "off_r": lambda a, p: _relative(a, p, -1),
     "tip_at": lambda a, p: _part(p, a),
     "frac_of": lambda a, b: _div(a, b) if _plain(a, b) else None, "frac_of_r": lambda b, a: _div(a, b),
@@ -348,7 +354,7 @@ M = {
 _KEEP_TOKENS = {"NUM", "UNIT", "IDIOM", "FRAC1", "FRACN", "FUNC", "A", "VAR"}
 _WANT_TOKEN = {"num", "frac", "amount", "amount_more", "idiom", "idiom_and", "idiom_half", "half_idiom", "count",
                "fw", "fw_one", "mixed", "percent", "r_nearest", "r_nearest_frac", "r_dp", "r_sf", "at_each",
-               "call", "fdef", "convert", "convert_r", "var", "tdiv", "div_chain", "amount_mixed", "c_divide", "amount_and_half"}
+               "call", "fdef", "convert", "convert_r", "var", "tdiv", "mixed_post", "pow_div", "mixed_pow", "div_chain", "amount_mixed", "c_divide", "amount_and_half"}
 
 
 def readings(tree) -> set:
