@@ -35,7 +35,7 @@ def _key_of(reading, one_unit: bool) -> tuple[str, Fraction] | None:
     return (k, v) if v is not None and len(k) <= rt.MAX_KEY_CHARS else None
 
 
-_ADD_WORDS = {"PLUS", "MINUS", "LESS", "MORETHAN", "LESSTHAN", "ADDED", "SUBTRACTED", "INCREASED", "DECREASED"}
+_ADD_WORDS = {"PLUS", "MINUS", "LESS", "TAKE", "MORETHAN", "LESSTHAN", "ADDED", "SUBTRACTED", "INCREASED", "DECREASED"}
 _MUL_WORDS = {"TIMES", "DIVBY", "OVER"}
 _UNARY = {"NEGATIVE", "OPPOSITE", "RECIPROCAL", "ABSOLUTE", "SQRT", "CBRT", "TWICE", "DOUBLE", "TRIPLE", "HALVE",
           "SQUARE", "CUBE", "NEGATE", "SQUARED", "CUBED", "DOUBLED", "TRIPLED", "HALVED"}

@@ -47,15 +47,16 @@ _post: EQ | EQ SEP* WHAT | EQUALS | EQUALS WHAT | IS WHAT NUMBERW | EQ SEP* NUMB
 _after: SEP* WHAT IS LEFT | SEP* WHAT IS SUM
 
 // ---- word tier: read by precedence and left to right -----------------------------------------------------
-?expr: wsum | usum | expr post -> postfix | command post -> postfix | rev | relative | compare | sexpr MOD sexpr -> mod
+?expr: wsum | usum | (wchain | rev | relative | command) post -> postfix | rev | relative | compare | sexpr MOD sexpr -> mod
 // the same words read as their symbols, by the usual precedence ("8 divided by 2 * 4": (8 / 2) * 4 too)
 ?usum: usum PLUSS uprod -> add | usum DASH uprod -> sub | usum wadd uprod -> wbin | uprod
 ?uprod: uprod STAR sneg -> mul | uprod SLASH sneg -> div | uprod wmul sneg -> wbin | sneg
 ?wsum: wsum wadd wprod -> wbin | wprod
+?wchain: wsum wadd wprod -> wbin | wprod wmul wunit -> wbin
 ?wprod: wprod wmul wunit -> wbin | wunit
-!wadd: PLUS | MINUS | LESS
+!wadd: PLUS | MINUS | LESS | TAKE AWAY
 !wmul: TIMES | DIVBY | OVER
-?wunit: sexpr | wunit post -> postfix | wunit POWW sexp -> pow
+?wunit: sexpr | spow post -> postfix | wunit POWW sexp -> pow
 !post: SQUARED | CUBED | DOUBLED | TRIPLED | HALVED
 ?rev: wprod LESSTHAN wprod -> less_than | wprod MORETHAN wprod -> more_than
     | wprod ADDED TO wprod -> more_than | wprod SUBTRACTED FROM wprod -> less_than
@@ -112,7 +113,7 @@ percent: (NUM | frac) (PCT | PERCENT)
 ?phrase: part OF of_arg -> part_of
       | SUM OF items -> sum | PRODUCT OF items -> product
       | DIFFERENCE (OF | FROM | BETWEEN) sexpr AND sexpr -> difference
-      | QUOTIENT OF sexpr AND sexpr -> quotient | RATIO OF sexpr TO sexpr -> quotient
+      | QUOTIENT OF sexpr (AND | DIVBY) sexpr -> quotient | RATIO OF sexpr TO sexpr -> quotient
       | (MEAN OF | MEAN) items -> mean | MEDIAN OF items -> median
       | (SQUARE OF | SQUARE) of_arg -> square | (CUBE OF | CUBE) of_arg -> cube
       | SQRT of_arg -> sqrt | CBRT of_arg -> cbrt
@@ -128,8 +129,8 @@ items: sexpr (COMMA sexpr)* COMMA? AND (sexpr | expr) | sexpr (COMMA sexpr)+ | s
 
 // ---- commands ------------------------------------------------------------------------------------------
 ?command: ADD sexpr AND sneg -> c_add | ADD sexpr TO sneg -> c_add | (ADD | SUM) items -> sum
-       | SUM sexpr AND sneg -> c_add | RAISE sexpr CARET sexp -> pow | RAISE sexpr BY sneg -> increase
-       | SUBTRACT sexpr FROM sneg -> c_subtract_from | TAKE sexpr AWAY? FROM sneg -> c_subtract_from
+       | SUM sexpr AND sneg -> c_add | RAISE sexpr (CARET | POWW) sexp -> pow | RAISE sexpr BY sneg -> increase
+       | SUBTRACT sexpr FROM sneg -> c_subtract_from | TAKE AWAY? sexpr AWAY? FROM sneg -> c_subtract_from
        | MULTIPLY sexpr (BY | AND) sneg -> c_multiply | DIVIDE sexpr BY sneg -> c_divide
        | DIVIDE sexpr INTO sneg -> c_divide_into
        | (DOUBLE | TWICE) sneg -> twice | TRIPLE sneg -> thrice | HALVE sneg -> c_halve
@@ -181,7 +182,7 @@ equation_q: _eq_pre? equation _eq_post?
           | VAR SUCH THAT equation | WHAT MUST VAR (BE | EQUALS) (SUCH THAT | THAT | FOR | IF) equation
           | WHAT IS VAR (IF | WHEN) equation | VAR (IF | WHEN) equation
 equation: expr EQ expr | expr EQUALS expr | expr IS expr
-_eq_pre: FOR VAR COLON? | COLON | VAR COLON | OF? VAR (IN IS? EQUATION | THAT? SATISFIES | IF | WHEN) COLON?
+_eq_pre: FOR VAR COLON? | WHAT OF? VAR THAT? SATISFIES COLON? | COLON | VAR COLON | OF? VAR (IN IS? EQUATION | THAT? SATISFIES | IF | WHEN) COLON?
 _eq_post: FOR VAR | (COMMA | SEP) VAR EQ SEP? | COMMA (WHAT IS)? (NUMBERW | IT)
 
 functions_q: (LET | IF | GIVEN)? fdefs (SEP | COMMA | THEN)+ _pre? call _post?

@@ -92,6 +92,7 @@ WORDS = {
     "people": "ITEMS", "apiece": "EACH", "split": "SPLIT", "shared": "SPLIT", "share": "SPLIT",
     "among": "AMONG", "evenly": "EVENLY", "equally": "EVENLY", "leaves": "LEAVES", "integer": "INTEGER",
     "sqrtsym": "SQRTSYM", "cbrtsym": "CBRTSYM", "sqrtp": "SQRTP", "cbrtp": "CBRTP", "which": "WHICH",
-    "or": "OR", "floor": "FLOOR", "negate": "NEGATE", "absf": "ABSF", "equation": "EQUATION", "satisfies": "SATISFIES", "satisfy": "SATISFIES", "raise": "RAISE", "be": "BE", "such": "SUCH", "that": "THAT", "must": "MUST",
+    "or": "OR", "floor": "FLOOR", "adding": "ADD", "subtracting": "SUBTRACT", "multiplying": "MULTIPLY",
+    "dividing": "DIVIDE", "taking": "TAKE", "negate": "NEGATE", "absf": "ABSF", "equation": "EQUATION", "satisfies": "SATISFIES", "satisfy": "SATISFIES", "raise": "RAISE", "be": "BE", "such": "SUCH", "that": "THAT", "must": "MUST",
     "should": "MUST",
 }

@@ -217,7 +217,7 @@ def _postfix(a, p: Tree):
 
 def _wbin(a, op: Tree, b):
     kind = op.children[0].type
-    f = {"PLUS": _add, "MINUS": _sub, "LESS": _sub, "TIMES": _mul, "DIVBY": _div, "OVER": _div}[kind]
+    f = {"PLUS": _add, "MINUS": _sub, "LESS": _sub, "TAKE": _sub, "TIMES": _mul, "DIVBY": _div, "OVER": _div}[kind]
     return f(a, b)
 
 
