@@ -176,11 +176,9 @@ class RetrievalPolicy:
 @dataclass(frozen=True)
 class RecallPolicy:
     """How a new problem finds a verified one posed in other words: by canonical key, else by text
-    similarity (at least `similar_min`) among problems with the same numbers in the same order; and how
-    many solutions the `nearest` memory of `eval transfer` composes."""
+    similarity (at least `similar_min`) among problems with the same numbers in the same order."""
 
     similar_min: float = 0.75
-    nearest_k: int = 4
 
 
 # -- the service and the catalog's gc ---------------------------------------------------------------------

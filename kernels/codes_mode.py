@@ -34,7 +34,8 @@ from collections.abc import Callable
 
 import torch
 
-from galahad.kernels import codes, norm
+from galahad.flywheel.errors import GalahadError
+from galahad.kernels import codes, codes_layers, norm
 from galahad.kernels.modes import KernelMode
 
 
@@ -58,8 +59,6 @@ def _linear_forward(self, input: torch.Tensor) -> torch.Tensor:
 def _build() -> str:
     """The kernel's build id, after compiling (or finding) it: a missing compiler or CPU feature is refused
     here, at load, in one line."""
-    from galahad.flywheel.errors import GalahadError
-
     try:
         codes.library()
         return codes.build_id()
@@ -83,7 +82,7 @@ class CodesMode(KernelMode):
         return None if shutil.which(codes.CXX) else f"a C++ compiler ({codes.CXX})"
 
     def __init__(self) -> None:
-        from galahad.kernels import codes_attention
+        from galahad.kernels import codes_attention  # deferred: transformers is heavy
 
         self.build = _build()
         self._attn = codes_attention.register()
@@ -99,8 +98,6 @@ class CodesMode(KernelMode):
         """Give every `nn.Linear` this mode's forward and attach the codes that decode to its weight. Refuses
         (GalahadError, one line) a linear whose input width the kernel cannot reduce. Returns what it did:
         {"linears", "coded", "coded_bytes", "fp32_bytes"}."""
-        from galahad.flywheel.errors import GalahadError
-
         linears = [(name, m) for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
         for name, m in linears:
             if m.in_features % codes.LANES:
@@ -120,8 +117,6 @@ class CodesMode(KernelMode):
         for _, m in linears:
             m.forward = types.MethodType(_linear_forward, m)
         fp32 = sum(m.weight.numel() * 4 for _, m in linears if codes.codes_for(m.weight) is None)
-        from galahad.kernels import codes_layers
-
         return {"linears": len(linears), "coded": coded, "coded_bytes": coded_bytes, "fp32_bytes": fp32,
                 "norms": norm.install(model),
                 "straight_layers": codes_layers.install(model, self._attn)}

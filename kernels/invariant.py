@@ -31,6 +31,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from galahad.flywheel.errors import GalahadError
 from galahad.kernels import attention, linear
 from galahad.kernels.modes import KernelMode
 from galahad.kernels.pointwise import invariant_pointwise, is_float_cpu
@@ -150,8 +151,6 @@ class InvariantMode(KernelMode):
 
     def check_activation(self, name: str) -> None:
         if name not in self.activations:
-            from galahad.flywheel.errors import GalahadError
-
             raise GalahadError(f"the invariant kernel mode does not cover the activation {name!r}; covered: "
                                f"{', '.join(self.activations)}")
 

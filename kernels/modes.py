@@ -21,6 +21,8 @@ import importlib
 import os
 from collections.abc import Iterator
 
+from galahad.flywheel.errors import GalahadError
+
 
 class KernelMode:
     """Base class: subclasses override `active` (and optionally `attn_implementation`)."""
@@ -63,8 +65,6 @@ class KernelMode:
         """Refuse, in one line (GalahadError), a device this mode's kernels do not run on (before any build)."""
         kind = str(device).split(":", 1)[0]
         if kind not in cls.devices:
-            from galahad.flywheel.errors import GalahadError
-
             raise GalahadError(f"the {cls.name} kernel mode runs on {' or '.join(cls.devices)} only, not on "
                                f"device {device!r}: use --kernel-mode stock there")
 

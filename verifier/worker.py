@@ -48,7 +48,7 @@ def _exit_with_parent() -> None:
 
 def serve(stdin, stdout) -> None:
     """Answer {"gold", "answer"} requests, one JSON line each, until stdin closes."""
-    from galahad.verifier.equivalence import equivalent
+    from galahad.verifier.equivalence import equivalent  # deferred: sympy loads after the memory cap
 
     stdout.write(b'{"ready": true}\n')
     stdout.flush()
@@ -79,7 +79,7 @@ def _child(sock: socket.socket, stdin_fd: int, stdout_fd: int) -> None:
 
 def zygote(fd: int) -> None:
     """Warm up once, then fork ready workers on request until the pool's end of `fd` closes."""
-    from galahad.verifier.equivalence import warm_up
+    from galahad.verifier.equivalence import warm_up  # deferred: sympy loads after the memory cap
 
     sock = socket.socket(fileno=fd)
     warm_up()

@@ -16,7 +16,7 @@ from galahad.flywheel.artifacts.s3_store import ENV_VARS as STORE_ENV
 from galahad.flywheel.errors import GalahadError
 from galahad.workers.depositor import Depositor
 from galahad.workers.generator import Generator
-from galahad.workers.runtime import PINNED_ENV, PROCESS_ENV, GeneratorRuntime, RuntimeConfig
+from galahad.workers.runtime import PINNED_ENV, PROCESS_ENV, GeneratorRuntime, RuntimeConfig, runtime_facts
 
 
 @dataclass(frozen=True)
@@ -60,8 +60,6 @@ class _Located:
     def runtime_record(self) -> tuple[str, dict]:
         """(runtime fingerprint, the facts it hashes, as this worker read them): what the catalog records so
         that another machine can name the fields its runtime differs in."""
-        from galahad.workers.runtime import runtime_facts
-
         return self.engine.runtime_fingerprint, runtime_facts(self.engine.runtime, self.engine.arch_facts)
 
 

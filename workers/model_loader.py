@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from galahad.flywheel.errors import GalahadError
+from galahad.kernels.modes import get_mode, mode_class
 from galahad.workers import arch as arches
 from galahad.workers.arch import Architecture
 from galahad.workers.runtime import RuntimeConfig
@@ -306,8 +307,6 @@ def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
         folder = Path(spec).expanduser()
     from transformers.utils import logging as hf_logging
 
-    from galahad.kernels.modes import get_mode, mode_class
-
     hf_logging.disable_progress_bar()
     try:
         mode_class(runtime.kernel_mode).check_device(runtime.device)
@@ -315,7 +314,7 @@ def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
         raise GalahadError(f"model {spec!r} failed to load: {exc}") from None
     attn = get_mode(runtime.kernel_mode).attn_implementation(runtime.attn_implementation)
     if attn == "grouped":
-        from galahad.kernels.grouped import register
+        from galahad.kernels.grouped import register  # deferred: torch is heavy
 
         attn = register()
     try:
@@ -335,7 +334,7 @@ def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
         adapter.check_model(model)
         mode = get_mode(runtime.kernel_mode)
         mode.check_activation(adapter.activation(cfg))
-        from galahad.workers.weight_codes import weight_codes
+        from galahad.workers.weight_codes import weight_codes  # cycle: weight_codes imports model_loader
 
         mode.prepare(model, lambda: weight_codes(spec, cache, folder))
     except GalahadError as exc:

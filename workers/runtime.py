@@ -19,6 +19,9 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from galahad.kernels.cpu import cpuinfo
+from galahad.kernels.modes import get_mode
+
 # MKL reads these once, when torch loads it: `pin_process_env` must run before `import torch`.
 PINNED_ENV = {
     "MKL_CBWR": "AVX2,STRICT",
@@ -102,8 +105,6 @@ def cpu_identity() -> dict:
     model and inputs (the gemma stock exactness report was recorded on one, the hashes differed on the
     next), so portability is claimed, and grafts are accepted, only between processors that agree on all
     of this; such records are kept per processor (`cpu_key`)."""
-    from galahad.kernels.cpu import cpuinfo
-
     out: dict = {}
     fields = cpuinfo()
     if not fields:
@@ -154,7 +155,6 @@ def runtime_facts(config: RuntimeConfig, arch: dict | None = None) -> dict:
     }
     if arch:
         facts["arch"] = dict(arch)
-    from galahad.kernels.modes import get_mode
 
     kernels = get_mode(config.kernel_mode).facts()
     if kernels:  # recorded only when the mode has any (a compiled kernel's build), so others are unchanged

@@ -149,13 +149,18 @@ def few_shot_rows(engine, questions: list[str], max_tokens: int) -> list[tuple] 
     return [(select_row(shared, r), logits[r], len(i), mask[r]) for r, i in enumerate(ids)]
 
 
+def _restore(engine, chain: list):
+    """(cache, first free position, artifact ids) of `chain` restored at its own positions (`kv_chain`)."""
+    from galahad.workers.kv_chain import restore_chain  # deferred: torch is heavy
+
+    return restore_chain(engine, chain)
+
+
 def graft(engine, source: Source | None, tail: str | None):
     """The cache to answer in: the chain ending at `tail`, read from `source` (each blob read once into one
     buffer and hash-checked as it is read, tensors built over those bytes) and restored at its own
     positions; or an empty cache. Returns (cache, first free position, grafted artifact ids)."""
-    from galahad.workers.kv_chain import restore_chain  # deferred: torch is heavy
-
-    return restore_chain(engine, load_chain(source, tail) if tail else [])
+    return _restore(engine, load_chain(source, tail) if tail else [])
 
 
 def graft_then_prefill(engine, source: Source | None, tail: str | None, text: str, max_tokens: int,
@@ -163,8 +168,6 @@ def graft_then_prefill(engine, source: Source | None, tail: str | None, text: st
     """The chain ending at `tail` grafted (`recompute`: its tokens prefilled instead, segment by segment as
     they were deposited), then `text` prefilled after it. What cannot fit the context window is refused
     before any forward pass."""
-    from galahad.workers.kv_chain import restore_chain  # deferred: torch is heavy
-
     t0 = time.perf_counter()
     ids = engine.encode(text, bos=not tail)
     if tail and recompute:
@@ -178,7 +181,7 @@ def graft_then_prefill(engine, source: Source | None, tail: str | None, text: st
     else:
         chain = load_chain(source, tail) if tail else []
         check_fits(engine, chain[-1].meta.end if chain else 0, len(ids), max_tokens)  # before any forward
-        cache, start, artifacts = restore_chain(engine, chain)
+        cache, start, artifacts = _restore(engine, chain)
     graft_s = time.perf_counter() - t0
     logits = engine.prefill(cache, list(ids), start, last_only=True)[-1]
     return Context(cache, logits, list(ids), start, artifacts, graft_s, time.perf_counter() - t0)

@@ -42,7 +42,7 @@ def build_codes(gguf: Path, folder: Path, target: Path) -> None:
     from gguf import GGUFReader
     from safetensors.torch import save_file
 
-    from galahad.kernels import codes
+    from galahad.kernels import codes  # deferred: torch is heavy
 
     wanted = {h: name for name, h in _weight_hashes(folder).items()}
     tensors, groups, skipped = {}, {}, []
@@ -97,7 +97,7 @@ def weight_codes(spec: str, cache: Path, folder: Path) -> dict:
     """{weight name: codes.Codes} for the model `spec` whose fp32 snapshot is `folder` ({} without a GGUF)."""
     from safetensors import safe_open
 
-    from galahad.kernels.codes import Codes
+    from galahad.kernels.codes import Codes  # deferred: torch is heavy
 
     where = codes_folder(spec, cache, folder)
     if where is None:

@@ -16,6 +16,9 @@ from pathlib import Path
 
 from galahad.flywheel.config import Paths
 from galahad.flywheel.errors import GalahadError
+from galahad.workers.model_loader import check_spec, ensure_snapshot
+from galahad.workers.ray_env import RAY_CONNECT_ENV
+from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
 
 CONNECT_TIMEOUT_S = 3.0
 # A local cluster's own settings, for memory: Ray's GCS keeps the events of task attempts (~500 B each, up to
@@ -28,14 +31,11 @@ LOCAL_CLUSTER_ENV = {"RAY_task_events_report_interval_ms": "0", "RAY_task_events
 
 def prepare(model: str, address: str | None) -> None:
     """Pin the deterministic runtime's env, keep a local cluster on loopback, and check the model spec."""
-    from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
-
     pin_process_env(DEFAULT_RUNTIME)
     if not address:
         # A local cluster stays on loopback: by default Ray advertises the machine's interface address.
         # This setting keeps a single-node cluster on 127.0.0.1; Ray reads it when it is imported.
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    from galahad.workers.model_loader import check_spec
 
     check_spec(model)
 
@@ -78,8 +78,6 @@ def start_ray(address: str | None, log: Path) -> None:
     """`ray.init`: join `address`, or start a local cluster; a failure is one line."""
     import ray
 
-    from galahad.workers.ray_env import RAY_CONNECT_ENV
-
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     try:
         # Ray's C++ core logs connection retries straight to fd 2; users get our one line instead, and
@@ -103,7 +101,5 @@ def start(model: str, paths: Paths, address: str | None) -> None:
     """Build the model snapshot once, here, before any actor starts (actors that each built it at once
     would read each other's half-written files on a fresh machine; the build is also locked across
     processes), then start or join Ray."""
-    from galahad.workers.model_loader import ensure_snapshot
-
     ensure_snapshot(model, paths.models)
     start_ray(address, paths.root / "logs" / "ray-driver.log")

@@ -16,16 +16,16 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from galahad.flywheel.app.lock import RunLock
+from galahad.flywheel.artifacts.store import LocalStore
+from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.catalog.evictions import evict
 from galahad.flywheel.config import DEFAULTS, LoopConfig
 from galahad.flywheel.learn.loop import Flywheel, Tally
 from galahad.kernels.modes import resolve
-
-if TYPE_CHECKING:
-    from galahad.flywheel.app.lock import RunLock
-    from galahad.flywheel.artifacts.store import LocalStore
-    from galahad.flywheel.catalog import Catalog
+from galahad.workers.runtime import DEFAULT_RUNTIME
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,7 @@ class LearningJob:
                  run_info: dict[str, Any] | None = None, lock: RunLock | None = None):
         import ray
 
-        from galahad.workers.actors import start_workers
-        from galahad.workers.runtime import DEFAULT_RUNTIME
+        from galahad.workers.actors import start_workers  # deferred: torch is heavy
 
         self.catalog, self.store, self.config, self.lock = catalog, store, config, lock
         if lock is not None:
@@ -104,7 +103,6 @@ class LearningJob:
                                  "gold_solutions": gold, "failed": failed, "seconds": round(seconds, 3),
                                  "rate": round(problems / seconds, 4) if seconds > 0 else 0.0})
         if self.config.store_budget is not None:  # the disk budget: least recently grafted blobs go first
-            from galahad.flywheel.catalog.evictions import evict
 
             evict(self.catalog, self.store, self.config.store_budget)
         return tally

@@ -8,11 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from galahad.flywheel.artifacts.s3_store import S3Store
+from galahad.flywheel.artifacts.store import BlobStore, LocalStore
 from galahad.flywheel.config import DEFAULTS, Paths
+from galahad.kernels.modes import resolve
+from galahad.workers.model_loader import load_model
+from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
 
 if TYPE_CHECKING:  # imported where used: `galahad verify` and `--help` start without SQLAlchemy
-    from galahad.flywheel.artifacts.store import BlobStore
-    from galahad.flywheel.catalog import Catalog
+    from galahad.flywheel.catalog import Catalog  # deferred: sqlalchemy is heavy
 
 STORE_CACHE = "store-cache"  # an object store's local cache folder, in the data dir
 
@@ -21,11 +25,7 @@ def make_store(paths: Paths, store: str | Path | None = None, ram_tier_bytes: in
     """The artifact store `--store` names, by scheme: `s3://BUCKET/PREFIX` an object store (`S3Store`;
     endpoint and credentials from the standard AWS variables) read through `<data>/store-cache/` (or
     `?cache=DIR`) and the RAM tier; anything else a folder (default: the data dir's store)."""
-    from galahad.flywheel.artifacts.store import LocalStore
-
     if isinstance(store, str) and store.startswith("s3://"):
-        from galahad.flywheel.artifacts.s3_store import S3Store
-
         return S3Store(store, paths.root / STORE_CACHE, ram_tier_bytes)
     return LocalStore(Path(store).expanduser() if store else paths.store, ram_tier_bytes)
 
@@ -39,32 +39,26 @@ def open_storage(paths: Paths, catalog: str | None = None, store: str | Path | N
     `StoreConfig.ram_tier_bytes`). Only jobs that produce a catalog (`run`, `serve`, `catalog
     import`) pass `create=True`; otherwise a catalog that does not exist, or has no Galahad tables, is a
     one-line error and nothing is created (not even the data dir)."""
-    from galahad.flywheel.catalog import Catalog
-
     url = paths.resolve_catalog(catalog)
     if create:
         paths.ensure()
-    opened = Catalog(url, create=create)
+    opened = open_catalog(url, create)
     paths.ensure()
     return opened, make_store(paths, store, ram_tier_bytes)
 
 
-def open_catalog(url: str) -> Catalog:
-    """A catalog by URL, in a process of its own (a worker actor): created and migrated if need be."""
-    from galahad.flywheel.catalog import Catalog
+def open_catalog(url: str, create: bool = True) -> Catalog:
+    """A catalog by URL (a worker actor's, in a process of its own: created and migrated if need be)."""
+    from galahad.flywheel.catalog import Catalog  # deferred: sqlalchemy is heavy
 
-    return Catalog(url)
+    return Catalog(url, create=create)
 
 
 def engine_for(model: str, paths: Paths, kernel_mode: str = DEFAULTS.kernel_mode):
     """The answering engine runs under the default runtime: the one depositors write artifacts under."""
-    from galahad.kernels.modes import resolve
-    from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
-
     runtime = DEFAULT_RUNTIME.with_(kernel_mode=resolve(kernel_mode)[0])
     pin_process_env(runtime)
-    from galahad.workers.engine import Engine
-    from galahad.workers.model_loader import load_model
+    from galahad.workers.engine import Engine  # deferred: torch after pinning
 
     return Engine(load_model(model, paths.models, runtime), runtime)
 
@@ -72,7 +66,7 @@ def engine_for(model: str, paths: Paths, kernel_mode: str = DEFAULTS.kernel_mode
 def sqlite_file(url: str) -> Path | None:
     """The resolved database file of a SQLite URL (None for other databases or in-memory SQLite), so
     `sqlite:////D/./catalog.sqlite3` and a symlink to the data dir name the same catalog."""
-    from galahad.flywheel.catalog.db import parse_url
+    from galahad.flywheel.catalog.db import parse_url  # deferred: sqlalchemy is heavy
 
     u = parse_url(url)
     if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:":

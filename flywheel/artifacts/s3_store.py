@@ -59,7 +59,6 @@ from galahad.flywheel.artifacts.store import (
 from galahad.flywheel.config import S3Retry
 from galahad.flywheel.errors import GalahadError, IntegrityError
 
-SCHEME = "s3://"
 MIN_PART_BYTES = 5 << 20  # S3's (and SeaweedFS's) smallest part but the last
 # What a job hands its Ray actors (`workers/actors.py`): they open the store on whatever node they land on.
 ENV_VARS = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION")
@@ -67,10 +66,6 @@ ENV_VARS = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "A
 
 class StoreUnavailable(GalahadError):
     """The object store did not answer (or kept failing) within the retry budget."""
-
-
-def is_s3(spec: str | os.PathLike | None) -> bool:
-    return isinstance(spec, str) and spec.startswith(SCHEME)
 
 
 def parse_url(url: str) -> tuple[str, str, str | None]:
@@ -438,7 +433,3 @@ class S3Store(BlobStore):
         """The local cache's leftovers of killed writers (an unfinished multipart upload is never visible;
         a bucket lifecycle rule `AbortIncompleteMultipartUpload` collects its parts)."""
         return self.cache.temp_files()
-
-
-def open_url(url: str, cache_dir: str | os.PathLike | None = None, ram_tier_bytes: int | None = None) -> S3Store:
-    return S3Store(url, cache_dir, ram_tier_bytes)

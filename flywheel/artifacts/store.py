@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from galahad.flywheel.artifacts.ram_tier import RamTier, identity, settled
+from galahad.flywheel.config import DEFAULTS
 from galahad.flywheel.errors import GalahadError, IntegrityError
 
 _ID = re.compile(r"^[0-9a-f]{64}$")
@@ -203,8 +204,6 @@ class LocalStore(BlobStore):
             raise GalahadError(f"{str(root)[:80]!r} is an object store URL: open it with `open_store`")
         self.root = Path(root)
         if ram_tier_bytes is None:
-            from galahad.flywheel.config import DEFAULTS
-
             ram_tier_bytes = DEFAULTS.store.ram_tier_bytes
         self.ram = RamTier(ram_tier_bytes)
 
@@ -328,7 +327,7 @@ def open_store(spec: str | os.PathLike, ram_tier_bytes: int | None = None) -> Bl
     `root` is, so a Ray actor handed `str(store.root)` reopens the same store), anything else a `LocalStore`
     folder."""
     if str(spec).startswith("s3://"):
-        from galahad.flywheel.artifacts.s3_store import S3Store
+        from galahad.flywheel.artifacts.s3_store import S3Store  # cycle: s3_store imports store
 
         return S3Store(str(spec), ram_tier_bytes=ram_tier_bytes)
     return LocalStore(spec, ram_tier_bytes)

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 
 from galahad.flywheel.artifacts.chain import walk
+from galahad.flywheel.artifacts.format import read_meta
 from galahad.flywheel.artifacts.store import PUT_THREADS, BlobStore, check_id
 from galahad.flywheel.catalog.db import now
 from galahad.flywheel.catalog.part import ART_LIGHT, Part, one, require, rows
@@ -38,8 +39,6 @@ def store_location(store: BlobStore) -> str:
 def _stored_header(store: BlobStore, artifact_id: str):
     """(header, size) of a blob in the store, read back and hash-checked (a missing or corrupted blob, or
     bytes that are no artifact, raise)."""
-    from galahad.flywheel.artifacts.format import read_meta  # off the catalog's import path
-
     data = store.get_checked(artifact_id).buffer
     return read_meta(data), len(data)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import exists, func, select, update
 
+from galahad.flywheel.artifacts.format import read_meta
 from galahad.flywheel.artifacts.store import BlobMissing, BlobStore
 from galahad.flywheel.catalog.db import now
 from galahad.flywheel.catalog.part import Part, one
@@ -101,8 +102,6 @@ class Evictions(Part):
 def evict_one(catalog, store: BlobStore, row: dict[str, Any]) -> bool:
     """Mark `row` (id, size, extra) evicted, then delete its blob; False when it cannot be rebuilt later
     (a dangling row from before extras were recorded: fsck's to report)."""
-    from galahad.flywheel.artifacts.format import read_meta
-
     try:
         extra = dict(read_meta(store.get(row["id"], row["size"])).extra)  # hash-checked: the source of truth
     except BlobMissing:

@@ -22,8 +22,10 @@ from typing import Any
 from sqlalchemy import select, text
 from sqlalchemy.exc import SQLAlchemyError
 
+from galahad.flywheel.artifacts.format import read_meta, verify_tensors
 from galahad.flywheel.artifacts.store import BlobMissing, BlobStore, sha256_hex
 from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.catalog.db import redact
 from galahad.flywheel.catalog.evictions import evict_one
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.config import GcConfig
@@ -69,8 +71,6 @@ class FsckReport:
 def header_columns(data: bytes, size: int | None = None) -> dict[str, Any]:
     """The artifact-row columns a blob's own header determines (raises GalahadError if unparsable).
     `data` may be only the blob's first bytes (its header) when `size` gives the whole blob's size."""
-    from galahad.flywheel.artifacts.format import read_meta
-
     meta = read_meta(data)
     return {
         "parent_id": meta.parent, "token_start": meta.start, "token_end": meta.end,
@@ -86,8 +86,6 @@ def row_mismatch(row: dict[str, Any], header: dict[str, Any]) -> str | None:
 
 
 def _row_vs_blob(row: dict[str, Any], data: bytes) -> str | None:
-    from galahad.flywheel.artifacts.format import verify_tensors
-
     try:
         bad = row_mismatch(row, header_columns(data))
     except GalahadError as exc:
@@ -189,8 +187,6 @@ def _age(store: BlobStore, blob_id: str) -> float:
 def _refuse_mass_delete(rows: set[str], blobs: int, doomed: int, max_fraction: float, catalog: Catalog) -> None:
     """A catalog that knows none (or few) of the store's blobs is far likelier the wrong catalog than a
     store full of garbage: refuse before deleting anything."""
-    from galahad.flywheel.catalog.db import redact
-
     if doomed and not rows:
         raise GalahadError(f"gc refused: catalog {redact(catalog.url)} has no artifacts, so all {doomed:,} of the "
                            "store's blobs would be deleted (wrong --catalog or --store?); --force to delete anyway")

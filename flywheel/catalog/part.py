@@ -19,7 +19,7 @@ from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
 
 if TYPE_CHECKING:
-    from galahad.flywheel.catalog.catalog import Catalog
+    from galahad.flywheel.catalog.catalog import Catalog  # cycle: catalog.catalog imports part
 
 ART = TABLES["artifacts"]
 ART_LIGHT = [c for c in ART.c if c.name != "token_ids"]  # listings leave out token_ids (up to tens of KB a row)

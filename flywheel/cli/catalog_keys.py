@@ -33,7 +33,7 @@ def register(cs: argparse._SubParsersAction, common: argparse.ArgumentParser) ->
 
 
 def trusted(args: argparse.Namespace):
-    from galahad.flywheel.catalog.signing import TrustedKeys
+    from galahad.flywheel.catalog.signing import TrustedKeys  # deferred: sqlalchemy is heavy
 
     return TrustedKeys(args.paths.trusted_keys)
 
@@ -43,7 +43,7 @@ def _print(obj: Any, as_json: bool, line: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from galahad.flywheel.catalog.signing import keygen
+    from galahad.flywheel.catalog.signing import keygen  # deferred: sqlalchemy is heavy
 
     as_json = args.json
     if args.catalog_command == "keygen":

@@ -15,11 +15,17 @@ import sys
 from datetime import datetime
 from typing import Any
 
+from galahad.flywheel.app.storage import make_store
 from galahad.flywheel.cli import catalog_keys
 from galahad.flywheel.cli.argtypes import count, finite
+from galahad.flywheel.cli.eval_support import progress_bar
 from galahad.flywheel.cli.flags import add_model_flag, byte_size
+from galahad.flywheel.cli.session import engine_for
 from galahad.flywheel.config import CATALOG_ENV, GcConfig
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.learn.rebuild_check import RebuildCheck
+from galahad.flywheel.learn.recompile import recompile
+from galahad.flywheel.memory.rebuild import rebuilding
 
 CREATES = {"import"}  # every other action refuses a catalog that does not exist or has no Galahad tables
 
@@ -121,8 +127,7 @@ def _truncated(shown: int, total: int, as_json: bool) -> None:
 
 
 def _open(args: argparse.Namespace):
-    from galahad.flywheel.app.storage import make_store
-    from galahad.flywheel.catalog import Catalog
+    from galahad.flywheel.catalog import Catalog  # deferred: sqlalchemy is heavy
 
     url = args.paths.resolve_catalog(args.catalog)
     create = args.catalog_command in CREATES
@@ -200,7 +205,7 @@ def _show(cat, ref: str, as_json: bool) -> None:
     if as_json:
         return _json({"kind": kind, "problem": prob, "attempts": attempts, "verified_solution": best})
     if prob.get("failure"):  # why it failed (learn/failures.py), one line
-        from galahad.flywheel.learn.failures import describe
+        from galahad.flywheel.learn.failures import describe  # deferred: lark is heavy
 
         prob = {**prob, "failure": describe(prob["failure"])}
     _fields("problem", prob, ["id", "topic", "template", "source", "external_id", "status", "claims", "answer",
@@ -219,18 +224,12 @@ def _rederiver(args: argparse.Namespace):
     """The local engine's re-deriver for `--verify` (loads the model), else None."""
     if not getattr(args, "verify", False):
         return None
-    from galahad.flywheel.cli.session import engine_for
-    from galahad.flywheel.learn.rebuild_check import RebuildCheck
 
     return RebuildCheck(engine_for(args.model, args.paths, args.kernel_mode))
 
 
 def _recompile(args: argparse.Namespace, cat, store, as_json: bool) -> dict[str, Any]:
     """`recompile` (and `import --recompile`): rebuild under the local engine, a bar on stderr, a summary."""
-    from galahad.flywheel.cli.eval_support import progress_bar
-    from galahad.flywheel.cli.session import engine_for
-    from galahad.flywheel.learn.recompile import recompile
-
     engine = engine_for(args.model, args.paths, args.kernel_mode)
     state: dict[str, Any] = {}
 
@@ -299,7 +298,7 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
                 _table(scopes, [("scope", 40), ("problems", 9), ("queued", 7), ("verified", 9), ("artifacts", 9),
                                 ("bytes", 14)])
     elif action == "libraries":
-        from galahad.flywheel.catalog.gates import describe
+        from galahad.flywheel.catalog.gates import describe  # deferred: sqlalchemy is heavy
 
         rows = cat.libraries.all()
         gates: dict[str, list[dict]] = {}
@@ -330,11 +329,10 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
         if _limit(args) == len(rows):  # a full page: there may be more
             _truncated(len(rows), cat.problems.count(**filters), as_json)
     elif action == "fsck":
-        from galahad.flywheel.catalog.fsck import fsck
+        from galahad.flywheel.catalog.fsck import fsck  # deferred: sqlalchemy is heavy
 
         rederive = _rederiver(args)
         if rederive is not None:  # an evicted parent is rebuilt (checked by hash) to re-derive its children
-            from galahad.flywheel.memory.rebuild import rebuilding
 
             store = rebuilding(store, cat, rederive.engine)
         report = fsck(cat, store, rederive=rederive)
@@ -358,7 +356,7 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
             print("ok" if report.ok else ("DAMAGED" if report.damaged else "not clean"))
         return 0 if report.ok else 1
     elif action == "gc":
-        from galahad.flywheel.catalog.fsck import gc
+        from galahad.flywheel.catalog.fsck import gc  # deferred: sqlalchemy is heavy
 
         out = gc(cat, store, grace_seconds=args.grace, dry_run=args.dry_run, force=args.force)
         if as_json:
@@ -370,8 +368,8 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
                   f"{args.grace:g}s; evicted {len(out['evicted_superseded']):,} superseded originals "
                   f"({out['superseded_bytes']:,} bytes; rows kept)")
     elif action == "export":
-        from galahad.flywheel.catalog.bundle import export_bundle
-        from galahad.flywheel.catalog.signing import load_private_key
+        from galahad.flywheel.catalog.bundle import export_bundle  # deferred: sqlalchemy is heavy
+        from galahad.flywheel.catalog.signing import load_private_key  # deferred: sqlalchemy is heavy
 
         signer = load_private_key(args.sign) if args.sign is not None else None  # refused before any work
         out = export_bundle(cat, store, args.bundle, library=args.library, overwrite=args.force, signer=signer)
@@ -379,7 +377,7 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
                                          f"to {out['bundle']}"
                                          + (f", signed by key {out['signed_by'][:16]}" if out["signed_by"] else ""))
     elif action == "import":
-        from galahad.flywheel.catalog.bundle import import_bundle
+        from galahad.flywheel.catalog.bundle import import_bundle  # deferred: sqlalchemy is heavy
 
         trusted = catalog_keys.trusted(args).ids()
         out = import_bundle(cat, store, args.bundle, rederive=_rederiver(args), trusted_keys=trusted,
@@ -398,7 +396,7 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
         if as_json:
             _json(out)
     elif action == "evict":
-        from galahad.flywheel.catalog.evictions import evict
+        from galahad.flywheel.catalog.evictions import evict  # deferred: sqlalchemy is heavy
 
         out = evict(cat, store, args.to, dry_run=args.dry_run, spare_current=not args.all)
         if as_json:

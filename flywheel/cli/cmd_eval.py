@@ -11,11 +11,23 @@ import json
 import sys
 from pathlib import Path
 
+from galahad.flywheel.app.storage import make_store
 from galahad.flywheel.cli.argtypes import SEED, count
+from galahad.flywheel.cli.cmd_eval_context import add_context_parser
+from galahad.flywheel.cli.cmd_eval_transfer import add_transfer_parser
 from galahad.flywheel.cli.eval_support import base_manifest, manifest_path, progress_bar
 from galahad.flywheel.cli.flags import add_model_flag
 from galahad.flywheel.cli.session import add_storage_args, engine_for, storage
 from galahad.flywheel.config import DEFAULTS
+from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.evals import recurrence as eval_recurrence
+from galahad.flywheel.evals import transfer as eval_transfer  # noqa: F401  (registers its scorer for rescore)
+from galahad.flywheel.evals.evidence import read_manifest, write_manifest
+from galahad.flywheel.evals.replay import replay, rescore
+from galahad.flywheel.memory.foreign import foreign_message, record_runtime
+from galahad.flywheel.memory.rebuild import rebuilding
+from galahad.verifier.verifier import Verifier
+from galahad.workers.telemetry import EnergyMeter
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,8 +44,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--out", type=Path, default=None, help="manifest path (default: the reports folder)")
     add_storage_args(r)
     r.set_defaults(func=run_recurrence)
-    from galahad.flywheel.cli.cmd_eval_context import add_context_parser
-    from galahad.flywheel.cli.cmd_eval_transfer import add_transfer_parser
 
     add_transfer_parser(ev)
     add_context_parser(ev)
@@ -51,8 +61,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def foreign_note(catalog, engine) -> str | None:
     """One stderr line when verified problems are known only through artifacts made elsewhere (returned too)."""
-    from galahad.flywheel.memory.foreign import foreign_message, record_runtime
-
     record_runtime(catalog, engine)
     fps = (engine.model_fingerprint, engine.runtime_fingerprint)
     usable = {p["id"] for p in catalog.recalls.all(fps)}
@@ -67,13 +75,6 @@ def foreign_note(catalog, engine) -> str | None:
 
 def run_recurrence(args: argparse.Namespace) -> int:
     from dataclasses import asdict
-
-    from galahad.flywheel.errors import GalahadError
-    from galahad.flywheel.evals import recurrence as eval_recurrence
-    from galahad.flywheel.evals.evidence import write_manifest
-    from galahad.flywheel.memory.rebuild import rebuilding
-    from galahad.verifier.verifier import Verifier
-    from galahad.workers.telemetry import EnergyMeter
 
     for name in ("k", "max_tokens", "limit"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
@@ -119,14 +120,8 @@ def print_recurrence(s: dict, path: Path) -> None:
 
 
 def run_rescore(args: argparse.Namespace) -> int:
-    # Importing an eval module registers its scorer: every rescorable kind, imported here and nowhere else.
-    from galahad.flywheel.evals import recurrence as eval_recurrence  # noqa: F401
-    from galahad.flywheel.evals import transfer as eval_transfer  # noqa: F401
-    from galahad.flywheel.evals import transfer_file  # noqa: F401
-    from galahad.flywheel.evals.evidence import read_manifest
-    from galahad.flywheel.evals.replay import rescore
-    from galahad.verifier.verifier import Verifier
-
+    # every rescorable kind's scorer is registered by importing its eval module (recurrence, transfer: above)
+    from galahad.flywheel.evals import transfer_file  # deferred: sqlalchemy is heavy  # noqa: F401
     manifest = read_manifest(args.manifest)
     with Verifier() as verifier:
         result = rescore(manifest, verifier)
@@ -135,11 +130,6 @@ def run_rescore(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from galahad.flywheel.app.storage import make_store
-    from galahad.flywheel.errors import GalahadError
-    from galahad.flywheel.evals.evidence import read_manifest
-    from galahad.flywheel.evals.replay import replay
-
     manifest = read_manifest(args.manifest)
     if not any("output_sha256" in r for r in manifest["records"]):
         raise GalahadError(f"manifest kind {manifest['kind']!r} has no replayable outputs")

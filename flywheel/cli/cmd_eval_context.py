@@ -11,9 +11,11 @@ import json
 from typing import Any
 
 from galahad.flywheel.cli.argtypes import SEED, count
-from galahad.flywheel.cli.session import add_storage_args
+from galahad.flywheel.cli.session import add_storage_args, storage
 from galahad.flywheel.config import DEFAULT_MODEL
 from galahad.flywheel.errors import GalahadError
+from galahad.workers.model_loader import load_model
+from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
 
 GROW_MODEL = "tiny"
 GROW_THREADS = 1
@@ -41,8 +43,6 @@ def add_context_parser(eval_subparsers: argparse._SubParsersAction) -> argparse.
 
 
 def run_context(args: argparse.Namespace) -> int:
-    from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
-
     if args.grow < 0 or args.checks < 0 or args.libraries < 1:
         raise GalahadError("--grow and --checks must be >= 0 and --libraries >= 1")
     # Growing is many small forwards: on shared cores one thread is many times faster than two spinning
@@ -51,10 +51,8 @@ def run_context(args: argparse.Namespace) -> int:
     threads = args.threads or (GROW_THREADS if args.grow else DEFAULT_RUNTIME.threads)
     runtime = DEFAULT_RUNTIME.with_(threads=threads)
     pin_process_env(runtime)  # before torch is imported
-    from galahad.flywheel.cli.session import storage
-    from galahad.flywheel.evals.context import evaluate
-    from galahad.workers.engine import Engine
-    from galahad.workers.model_loader import load_model
+    from galahad.flywheel.evals.context import evaluate  # deferred: torch is heavy
+    from galahad.workers.engine import Engine  # deferred: torch is heavy
 
     paths, catalog, store = storage(args, create=args.grow > 0)  # growing produces a catalog
     try:

@@ -11,7 +11,13 @@ from galahad.flywheel.cli.argtypes import SEED, count
 from galahad.flywheel.cli.eval_support import base_manifest, manifest_path, progress_bar
 from galahad.flywheel.cli.flags import add_model_flag
 from galahad.flywheel.cli.session import add_storage_args, engine_for, storage
-from galahad.flywheel.config import DEFAULTS
+from galahad.flywheel.config import DEFAULTS, RetrievalPolicy
+from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.evals import transfer as eval_transfer
+from galahad.flywheel.evals.evidence import sealed, write_manifest
+from galahad.flywheel.evals.gate_evidence import evidence
+from galahad.flywheel.problems.records import load_jsonl
+from galahad.verifier.verifier import Verifier
 
 
 def add_transfer_parser(ev: argparse._SubParsersAction) -> None:
@@ -39,11 +45,7 @@ def add_transfer_parser(ev: argparse._SubParsersAction) -> None:
 
 
 def run_transfer(args: argparse.Namespace) -> int:
-    from galahad.flywheel.errors import GalahadError
-    from galahad.flywheel.evals import plots
-    from galahad.flywheel.evals import transfer as eval_transfer
-    from galahad.flywheel.evals.evidence import write_manifest
-    from galahad.verifier.verifier import Verifier
+    from galahad.flywheel.evals import plots  # deferred: matplotlib is heavy
 
     try:
         ns = tuple(sorted({int(x) for x in args.max_solutions.split(",") if x.strip()}))
@@ -96,17 +98,13 @@ def print_transfer(s: dict, path: Path, pngs: list[Path]) -> None:
 
 def record_gates(catalog, engine, manifest: dict) -> list[dict]:
     """The transfer gates' evidence in this manifest (`evals/gate_evidence.py`), recorded in the catalog; the rows."""
-    from galahad.flywheel.evals.evidence import sealed
-    from galahad.flywheel.evals.gate_evidence import evidence
-
     rows = evidence(manifest["records"], sealed(manifest)["manifest_sha256"], engine.model_fingerprint)
     catalog.gates.record(rows)
     return rows
 
 
 def print_gates(rows: list[dict]) -> None:
-    from galahad.flywheel.catalog.gates import describe
-    from galahad.flywheel.config import RetrievalPolicy
+    from galahad.flywheel.catalog.gates import describe  # deferred: sqlalchemy is heavy
 
     if not rows:
         print("transfer gates: no evidence recorded (it needs the base condition beside transfer or system, or "
@@ -116,12 +114,8 @@ def print_gates(rows: list[dict]) -> None:
 
 
 def run_transfer_file(args: argparse.Namespace) -> int:
-    from galahad.flywheel.errors import GalahadError
-    from galahad.flywheel.evals import transfer_file
-    from galahad.flywheel.evals.evidence import write_manifest
-    from galahad.flywheel.memory.solver import Solver
-    from galahad.flywheel.problems.records import load_jsonl
-    from galahad.verifier.verifier import Verifier
+    from galahad.flywheel.evals import transfer_file  # deferred: sqlalchemy is heavy
+    from galahad.flywheel.memory.solver import Solver  # deferred: sqlalchemy is heavy
 
     if args.k < 1:
         raise GalahadError("--k must be at least 1")

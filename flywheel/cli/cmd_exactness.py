@@ -8,10 +8,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from galahad.flywheel.artifacts.store import LocalStore, atomic_write
 from galahad.flywheel.cli.argtypes import SEED, count
 from galahad.flywheel.cli.flags import add_kernel_mode_flag
 from galahad.flywheel.config import DEFAULT_MODEL
+from galahad.flywheel.errors import GalahadError
 from galahad.kernels.modes import MODES
+from galahad.workers.model_loader import check_spec, load_model
+from galahad.workers.runtime import DEFAULT_RUNTIME, cpu_key, pin_process_env
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,20 +32,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from galahad.flywheel.errors import GalahadError
-    from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
-
     if args.samples < 1:
         raise GalahadError("--samples must be at least 1")
-    from galahad.workers.model_loader import check_spec
 
     check_spec(args.model)  # an unsupported architecture is refused here, before the depositor starts
     runtime = DEFAULT_RUNTIME.with_(kernel_mode=args.kernel_mode)
     pin_process_env(runtime)
-    from galahad.flywheel.artifacts.store import LocalStore
-    from galahad.flywheel.evals.exactness import make_cases, prove, run_depositor
-    from galahad.workers.engine import Engine
-    from galahad.workers.model_loader import load_model
+    from galahad.flywheel.evals.exactness import make_cases, prove, run_depositor  # deferred: torch is heavy
+    from galahad.workers.engine import Engine  # deferred: torch is heavy
 
     paths = args.paths.ensure()
     t0 = time.perf_counter()
@@ -54,8 +52,6 @@ def run(args: argparse.Namespace) -> int:
         report = prove(engine, cases, ids, store)
     report["seconds"] = round(time.perf_counter() - t0, 2)
     if args.out:
-        from galahad.flywheel.artifacts.store import atomic_write
-
         out = args.out / report_name(report) if args.out.is_dir() else args.out
         atomic_write(out, json.dumps(report, indent=2, sort_keys=True).encode())
     if args.json:
@@ -73,8 +69,6 @@ def report_name(report: dict) -> str:
     Its logits hashes hold only on the processor that computed them, so reports/exactness/ keeps one per
     model, kernel mode and processor (`workers/runtime.py: cpu_key`), and a run compares only with its own
     processor's record."""
-    from galahad.workers.runtime import cpu_key
-
     model = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in Path(str(report["model"])).name)
     return f"{model}-{report['mode']}-{cpu_key(report.get('runtime_facts', {}).get('cpu', {}))}.json"
 

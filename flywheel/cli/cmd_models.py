@@ -7,6 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from galahad.flywheel.config import model_cache
+from galahad.flywheel.errors import GalahadError
+from galahad.workers import arch
+from galahad.workers.model_loader import BUILDERS, SNAPSHOT_MARK
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("models", help="list the supported architectures and the models in the model cache")
@@ -15,11 +20,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def listing() -> dict:
-    from galahad.flywheel.config import model_cache
-    from galahad.flywheel.errors import GalahadError
-    from galahad.workers import arch
-    from galahad.workers.model_loader import BUILDERS, SNAPSHOT_MARK
-
     cache = model_cache()
     models = []
     folders = sorted(p for p in cache.iterdir() if p.is_dir() and not p.name.startswith(".")) if cache.is_dir() else []

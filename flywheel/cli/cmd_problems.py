@@ -19,7 +19,8 @@ import re
 from collections import Counter
 
 from galahad.flywheel.cli.argtypes import SEED, count
-from galahad.flywheel.problems.records import Problem, splits
+from galahad.flywheel.problems.records import Problem, read_text_file, splits
+from galahad.flywheel.problems.sources import SOURCES, load_source
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,14 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _load(args: argparse.Namespace) -> list[Problem]:
-    from galahad.flywheel.problems.sources import load_source
-
     return load_source(args.source, args.n, args.seed)
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    from galahad.flywheel.problems.sources import SOURCES
-
     if args.json:
         for s in SOURCES.values():
             print(json.dumps({"name": s.name, "description": s.description}))
@@ -126,8 +123,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from galahad.flywheel.problems.check import findings, unchecked_line
-    from galahad.flywheel.problems.records import read_text_file
+    from galahad.flywheel.problems.check import findings, unchecked_line  # deferred: lark is heavy
 
     path = Path(args.file)
     found, unchecked = read_text_file(path, findings)
@@ -148,15 +144,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_key(args: argparse.Namespace) -> int:
     import sys
 
-    from galahad.flywheel.problems.canonical import canonical_key, key_value, reading
+    from galahad.flywheel.problems import canonical  # deferred: lark is heavy
 
     texts = args.texts if args.texts else (line.rstrip("\n") for line in sys.stdin)
     for text in texts:
-        key = canonical_key(text)
+        key = canonical.canonical_key(text)
         if args.json:
-            v = None if key is None else key_value(key)  # the exact number the key computes to
+            v = None if key is None else canonical.key_value(key)  # the exact number the key computes to
             print(json.dumps({"text": text, "key": key, "value": None if v is None else str(v),
-                              "reading": reading(key) if key else None}, ensure_ascii=False))
+                              "reading": canonical.reading(key) if key else None}, ensure_ascii=False))
         else:
             print(f"{key or 'none'}\t{text}")
     return 0

@@ -21,8 +21,12 @@ from galahad.flywheel.app.storage import is_embedded
 from galahad.flywheel.cli.argtypes import count
 from galahad.flywheel.cli.flags import add_learner_flags
 from galahad.flywheel.cli.session import add_storage_args, storage
-from galahad.flywheel.config import DEFAULTS
+from galahad.flywheel.config import DEFAULT_MODEL, DEFAULTS, LoopConfig, Paths
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.problems import families
+from galahad.flywheel.problems import records as problems
+from galahad.flywheel.problems.scope_ids import SHARED
+from galahad.kernels.modes import resolve
 from galahad.workers.sampling import SamplingConfig
 
 
@@ -57,9 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def load_problems(args: argparse.Namespace) -> tuple[list, list[str], str]:
     """The problems to learn, their places ("file:line") and who gives their golds; a wrong computable
     gold or two different golds for one problem refuses the whole file here, before any state is touched."""
-    from galahad.flywheel.problems import families
-    from galahad.flywheel.problems import records as problems
-    from galahad.flywheel.problems.check import refuse_bad_golds
+    from galahad.flywheel.problems.check import refuse_bad_golds  # deferred: lark is heavy
 
     if args.problems is not None:
         numbered = problems.load_numbered(args.problems)
@@ -98,8 +100,6 @@ def run(args: argparse.Namespace) -> int:
 def _scope(catalog, tenant: str | None) -> str:
     """The memory scope `--tenant` names: a tenant the catalog knows (revoked ones too: their memory
     stays theirs), or shared without it."""
-    from galahad.flywheel.problems.scope_ids import SHARED
-
     if tenant is None or tenant == SHARED:
         return SHARED
     if catalog.tenants.get(tenant) is None:
@@ -111,10 +111,10 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
     import ray
     from tqdm import tqdm
 
-    from galahad.flywheel.app.intake import admit
-    from galahad.flywheel.app.job import LearningJob, WorkerSpec
-    from galahad.flywheel.learn.loop import LoopConfig, summary
-    from galahad.flywheel.problems.check import unchecked_golds, unchecked_line
+    from galahad.flywheel.app.intake import admit  # deferred: lark is heavy
+    from galahad.flywheel.app.job import LearningJob, WorkerSpec  # deferred: torch and ray are heavy
+    from galahad.flywheel.learn.loop import summary  # deferred: sqlalchemy is heavy
+    from galahad.flywheel.problems.check import unchecked_golds, unchecked_line  # deferred: lark is heavy
 
     scope = _scope(catalog, args.tenant)
     admit(catalog, *items, scope=scope)  # conflicts with golds already in the catalog refuse the file, nothing started
@@ -164,16 +164,13 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
 
 def where(args, paths, catalog, store) -> dict:
     """Where the run's results live: the data dir, the catalog (its URL, password hidden), the store."""
-    from galahad.flywheel.catalog.db import redact
+    from galahad.flywheel.catalog.db import redact  # deferred: sqlalchemy is heavy
 
     return {"data_dir": str(paths.root), "catalog_url": redact(catalog.url), "store": str(store.root)}
 
 
 def next_commands(args, paths, result: dict) -> dict:
     """Commands that pick up where this run left off, with the flags that reach the same data."""
-    from galahad.flywheel.config import DEFAULT_MODEL, DEFAULTS, Paths
-    from galahad.kernels.modes import resolve
-
     top = ["galahad"] + ([] if paths.root == Paths.resolve(None).root else ["--data", str(paths.root)])
     place = ([] if args.catalog is None else ["--catalog", result["catalog_url"]]) + \
         ([] if args.store is None else ["--store", str(args.store)])

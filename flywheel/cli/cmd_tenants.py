@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _open(args: argparse.Namespace, create: bool = False):
-    from galahad.flywheel.catalog import Catalog
+    from galahad.flywheel.catalog import Catalog  # deferred: sqlalchemy is heavy
 
     url = args.paths.resolve_catalog(args.catalog)
     if create and url == args.paths.catalog_url:

@@ -14,6 +14,7 @@ import sys
 from galahad.flywheel.cli.argtypes import count, finite
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.records import read_jsonl, read_text_file
+from galahad.verifier.verifier import Verifier, VerifierConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,8 +30,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _config(args: argparse.Namespace):
-    from galahad.verifier.verifier import VerifierConfig
-
     if args.timeout is not None and not 0 < args.timeout <= 60:
         raise GalahadError(f"--timeout must be in (0, 60] seconds, got {args.timeout}")
     if args.workers < 1:
@@ -63,8 +62,6 @@ def _batch(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from galahad.verifier.verifier import Verifier
-
     if args.batch is not None:
         if args.gold is not None:
             raise GalahadError("give either GOLD OUTPUT or --batch PAIRS.jsonl, not both")

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from galahad.flywheel.config import EVAL_PROGRESS_SECONDS, Paths
+from galahad.flywheel.evals.spec import environment
+from galahad.workers.runtime import runtime_facts
 
 
 def _duration(seconds: float) -> str:
@@ -77,9 +79,6 @@ def manifest_path(args: argparse.Namespace, paths: Paths, kind: str) -> Path:
 
 
 def base_manifest(kind: str, engine, config: dict) -> dict:
-    from galahad.flywheel.evals.spec import environment
-    from galahad.workers.runtime import runtime_facts
-
     return {"kind": kind, "command": sys.argv[1:], "model": engine.loaded.name,
             "model_fingerprint": engine.model_fingerprint, "runtime_fingerprint": engine.runtime_fingerprint,
             "runtime": runtime_facts(engine.runtime), "environment": environment(), "config": config}

@@ -20,6 +20,7 @@ from galahad.flywheel.config import (
     MODEL_CACHE_ENV,
     MODEL_HELP,
 )
+from galahad.kernels.modes import AUTO, MODE_ENV, MODES
 
 DEVICES = ("auto", "cpu", "cuda")
 DATA_HELP = (f"data dir: catalog, artifact store and reports (env {DATA_ENV}, default {DEFAULT_DATA}); the model "
@@ -65,8 +66,6 @@ def add_model_flag(p: argparse.ArgumentParser, what: str = "") -> None:
 
 def add_kernel_mode_flag(p: argparse.ArgumentParser, modes: tuple[str, ...]) -> None:
     """`--kernel-mode`: the kernels the engine runs, `modes` of the one registry (kernels/modes.py `MODES`)."""
-    from galahad.kernels.modes import AUTO, MODE_ENV, MODES
-
     said = "; ".join(f"{m}: {MODES[m][2]}" for m in modes)
     p.add_argument("--kernel-mode", choices=(AUTO, *modes), default=DEFAULTS.kernel_mode,
                    help=f"kernels the engine runs ({said}; {AUTO}: ${MODE_ENV} when set, else codes where it runs, "

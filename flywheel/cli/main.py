@@ -18,6 +18,7 @@ from typing import NoReturn
 from galahad.flywheel.cli.flags import add_data_flag, add_data_flag_everywhere
 from galahad.flywheel.config import Paths
 from galahad.flywheel.errors import GalahadError
+from galahad.kernels.modes import resolve
 
 COMMAND_MODULES = (
     "galahad.flywheel.cli.cmd_exactness",
@@ -75,7 +76,6 @@ def _resolve_kernel_mode(args) -> None:
     falls back to stock, one line says so at start-up (the mode is in every runtime fingerprint the run records)."""
     if getattr(args, "kernel_mode", None) is None:
         return
-    from galahad.kernels.modes import resolve
 
     try:
         args.kernel_mode, note = resolve(args.kernel_mode, getattr(args, "device", None) or "cpu")

@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from galahad.flywheel.artifacts.store import LocalStore
+from galahad.workers.model_loader import load_model
 from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
 
 
@@ -17,10 +19,8 @@ def main(argv: list[str]) -> int:
     spec, cache, mode, samples, seed, store_dir = argv
     runtime = DEFAULT_RUNTIME.with_(kernel_mode=mode)
     pin_process_env(runtime)
-    from galahad.flywheel.artifacts.store import LocalStore
-    from galahad.flywheel.evals.exactness import deposit_cases, make_cases
-    from galahad.workers.engine import Engine
-    from galahad.workers.model_loader import load_model
+    from galahad.flywheel.evals.exactness import deposit_cases, make_cases  # deferred: torch after pinning
+    from galahad.workers.engine import Engine  # deferred: torch after pinning
 
     engine = Engine(load_model(spec, Path(cache), runtime), runtime)
     window = engine.loaded.sliding_window or 64  # the architecture adapter's smallest window

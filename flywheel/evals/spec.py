@@ -16,6 +16,7 @@ from galahad.flywheel.config import BUDGETS
 from galahad.flywheel.evals.evidence import digest, output_hash
 from galahad.flywheel.memory.recall import Prepared, Recalled, answer_decode, render
 from galahad.flywheel.problems import prompts
+from galahad.workers.telemetry import Stopwatch
 
 SCORERS: dict[str, Callable[[list[dict], dict], dict]] = {}
 
@@ -59,8 +60,6 @@ class Spec:
 
 def _decode(engine, store, spec: Spec, meter=None) -> tuple[Recalled, object]:
     """(the decode, its measurement): one spec through the one decode path (`recall.answer_decode`)."""
-    from galahad.workers.telemetry import Stopwatch
-
     with Stopwatch(meter) as sw:
         r = answer_decode(engine, store, spec.graft_tail, spec.text, spec.prompt, spec.max_tokens, spec.temperature,
                           spec.seed, spec.recompute, spec.shared_prefix)
@@ -76,8 +75,6 @@ def sample_records(engine, store, verifier, specs: list[Spec], meter=None, until
     """Samples of one context (same problem, prompt and memory; other seeds): the context is prefilled
     once and charged to the first sample, as the generator does. Each output equals `execute`'s for its
     spec, so a replay re-runs them one by one. Stops at the first verified sample with `until_verified`."""
-    from galahad.workers.telemetry import Stopwatch
-
     if not specs:
         return []
     first = specs[0]

@@ -43,7 +43,7 @@ class RebuildCheck:
     def check(self, ids: list[str], get: GetBytes) -> Rebuilt:
         """Rebuild `ids` (parents before children), reading blobs (hash-checked) with `get`. Nothing is
         written anywhere."""
-        from galahad.workers.kv_chain import KVChains  # torch: off the import path of model-free commands
+        from galahad.workers.kv_chain import KVChains  # deferred: torch is heavy
 
         result, chains, bad = Rebuilt(), KVChains(self.engine, get, self.live_caches), set()
         for aid in ids:

@@ -54,7 +54,7 @@ def recompile(catalog, store: BlobStore, engine, hook: Hook | None = None, evict
               total: Callable[[int], None] | None = None) -> Recompiled:
     """Rebuild every artifact of the engine's model made under another runtime; with `evicted`, also
     rebuild this runtime's evicted blobs. `total(n)` is told how many will be rebuilt, before the first."""
-    from galahad.workers.kv_chain import KVChains  # torch: off model-free import paths
+    from galahad.workers.kv_chain import KVChains  # deferred: torch is heavy
 
     fps = (engine.model_fingerprint, engine.runtime_fingerprint)
     record_runtime(catalog, engine)

@@ -16,7 +16,7 @@ from galahad.flywheel.problems import prompts
 def compose(engine, catalog: Catalog, store: BlobStore, solutions: list[tuple[str, str]],
             role: str = "composed") -> str:
     """Deposit (problem, answer) solutions as one chain, in order; returns its tail artifact id."""
-    from galahad.workers.kv_chain import KVChains  # torch: off the import path of model-free commands
+    from galahad.workers.kv_chain import KVChains  # deferred: torch is heavy
 
     if not solutions:
         raise ValueError("nothing to compose")

@@ -6,6 +6,8 @@ recompile`". The fields come from `catalog.runtimes` (the facts each engine reco
 
 from __future__ import annotations
 
+from galahad.workers.runtime import RuntimeConfig, runtime_facts, runtime_fingerprint
+
 
 def foreign_message(catalog, fingerprints: tuple[str, str], artifacts: list[dict]) -> str | None:
     """`artifacts`: rows with model_fingerprint and runtime_fingerprint (`catalog.recalls.elsewhere`)."""
@@ -28,8 +30,6 @@ def foreign_message(catalog, fingerprints: tuple[str, str], artifacts: list[dict
 def record_runtime(catalog, engine) -> None:
     """Record the engine's runtime facts in the catalog (once per fingerprint), so that another machine's
     refusal can name the fields in which it differs."""
-    from galahad.workers.runtime import RuntimeConfig, runtime_facts, runtime_fingerprint
-
     runtime, arch = getattr(engine, "runtime", None), getattr(engine, "arch_facts", None)
     if isinstance(runtime, RuntimeConfig) and getattr(engine, "runtime_fingerprint", None) == runtime_fingerprint(
             runtime, arch):  # a real engine (not a stand-in), whose fingerprint is the hash of these facts

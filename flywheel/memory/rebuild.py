@@ -108,7 +108,7 @@ class RebuildingStore(BlobStore):
 def rebuild_bytes(engine, source: BlobStore, row: dict) -> bytes:
     """An evicted artifact's bytes, rebuilt from its row on `engine` (parents read from `source`); refused
     unless the engine is the one it was made with and the rebuild hashes to its id."""
-    from galahad.workers.kv_chain import KVChains  # torch: off model-free import paths
+    from galahad.workers.kv_chain import KVChains  # deferred: torch is heavy
 
     if (row["model_fingerprint"], row["runtime_fingerprint"]) != (engine.model_fingerprint,
                                                                     engine.runtime_fingerprint):

@@ -41,8 +41,10 @@ from galahad.flywheel.artifacts.store import BlobStore
 from galahad.flywheel.catalog import Catalog, problem_hash
 from galahad.flywheel.config import ANSWER_POLICIES, BUDGETS
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.memory.foreign import foreign_message, record_runtime
 from galahad.flywheel.memory.library_names import candidate_libraries
 from galahad.flywheel.memory.policy import RecallPolicy, RetrievalPolicy, first_library_chain
+from galahad.flywheel.memory.rebuild import rebuilding
 from galahad.flywheel.memory.recall import Recalled, answer_decode
 from galahad.flywheel.problems import canonical
 from galahad.flywheel.problems.golds import COMPUTED, show
@@ -156,9 +158,6 @@ class Solver:
     def __init__(self, engine, catalog: Catalog, store: BlobStore, verifier: Verifier | None = None,
                  max_tokens: int = BUDGETS.answer_tokens, base_max_tokens: int = BUDGETS.base_tokens,
                  recall_policy: RecallPolicy | None = None):
-        from galahad.flywheel.memory.foreign import record_runtime
-        from galahad.flywheel.memory.rebuild import rebuilding
-
         # Evicted artifacts are rebuilt exactly on their graft; this runtime's facts name its differences.
         self.engine, self.catalog, self.store = engine, catalog, rebuilding(store, catalog, engine)
         record_runtime(catalog, engine)
@@ -341,7 +340,5 @@ class Solver:
 
     def foreign_note(self, text: str) -> str | None:
         """The one line for a problem memory knows only through artifacts made elsewhere, or None."""
-        from galahad.flywheel.memory.foreign import foreign_message
-
         found = self.catalog.recalls.elsewhere(problem_hash(text), canonical.canonical_key(text), self.fingerprints)
         return foreign_message(self.catalog, self.fingerprints, found)

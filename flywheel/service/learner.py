@@ -32,6 +32,7 @@ import ray
 from galahad.flywheel.app.job import LearningJob, WorkerSpec
 from galahad.flywheel.app.lock import LEARNING, run_lock
 from galahad.flywheel.app.storage import open_catalog
+from galahad.flywheel.artifacts.store import open_store
 from galahad.flywheel.config import DEFAULTS, LoopConfig
 
 
@@ -42,8 +43,6 @@ def start_learner(model: str, model_cache: str, catalog_url: str, store_path: st
     """The service's learning job. Embedded catalog (`lock_root`, the data dir): the run lock is held here,
     where the queue is written (not in the driver: the learner can outlive a killed driver), for the job's
     life; a predecessor still holding it is waited for, then the job fails closed."""
-    from galahad.flywheel.artifacts.store import open_store
-
     lock = run_lock(Path(lock_root), lock_wait_seconds, LEARNING) if lock_root else None
     catalog = open_catalog(catalog_url)
     workers = WorkerSpec(model, model_cache, generators, chain_max_tokens, device, kernel_mode)
