@@ -27,8 +27,10 @@ from galahad.flywheel.app.storage import is_embedded
 from galahad.flywheel.cli.argtypes import count
 from galahad.flywheel.cli.flags import add_learner_flags, add_prompt_budget_flag, add_solve_queue_flag
 from galahad.flywheel.cli.session import add_storage_args, storage
-from galahad.flywheel.config import ANSWER_POLICIES, DEFAULTS, TOKEN_ENV, ServiceConfig
+from galahad.flywheel.config import ANSWER_POLICIES, DEFAULTS, TOKEN_ENV, LoopConfig, ServiceConfig
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.service.proxy_errors import CALLBACK, ENV
+from galahad.workers.runtime import DEFAULT_RUNTIME
 from galahad.workers.sampling import SamplingConfig
 
 APP_NAME = "galahad"
@@ -62,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from galahad.flywheel.service.security import token_for
+    from galahad.flywheel.service.security import token_for  # deferred: sqlalchemy is heavy
 
     token = token_for(args.host, os.environ.get(TOKEN_ENV))  # before anything starts or binds
     if not 0 < args.port < 65536:
@@ -72,7 +74,6 @@ def run(args: argparse.Namespace) -> int:
             raise GalahadError(f"--{name.replace('_', '-')} must be at least 1")
     cluster.prepare(args.model, args.address)  # pinned env, a local cluster on loopback, the model spec
     if not args.address:  # Serve's own error responses as JSON: its proxy inherits this from the local cluster
-        from galahad.flywheel.service.proxy_errors import CALLBACK, ENV
 
         os.environ.setdefault(ENV, CALLBACK)
     paths, catalog, store = storage(args, create=True)
@@ -88,11 +89,9 @@ def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
     import ray
     from ray import serve
 
-    from galahad.flywheel.learn.loop import LoopConfig
-    from galahad.flywheel.service.app import GalahadApi
-    from galahad.flywheel.service.learner import LearnerSupervisor, one_line
-    from galahad.workers.actors import pinned_env
-    from galahad.workers.runtime import DEFAULT_RUNTIME
+    from galahad.flywheel.service.app import GalahadApi  # deferred: ray is heavy
+    from galahad.flywheel.service.learner import LearnerSupervisor, one_line  # deferred: ray is heavy
+    from galahad.workers.actors import pinned_env  # deferred: torch is heavy
 
     config = ServiceConfig(host=args.host, port=args.port, replicas=args.replicas,
                            max_prompt_tokens=args.max_prompt_tokens, max_queued_solves=args.max_queued_solves,
@@ -197,7 +196,7 @@ def _say_batches(supervisor, seen: tuple[int | None, int]) -> tuple[int | None, 
     """Print one line on stdout for each learner batch since `seen` (the learner's pid, its last batch)."""
     import ray
 
-    from galahad.flywheel.service.learner import batch_line
+    from galahad.flywheel.service.learner import batch_line  # deferred: ray is heavy
 
     try:
         got = ray.get(supervisor.batches.remote(*seen), timeout=5)
