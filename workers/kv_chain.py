@@ -11,7 +11,7 @@
   a failed prefill or put leaves nothing live.
 
 The depositor, the rebuild check, composing chains and the context/exactness evals all extend chains
-here; `memory/recall.py` grafts through `graft`.
+here; the pinned decode schedules (`workers/schedule.py`) graft through `restore_chain`.
 """
 
 from __future__ import annotations
