@@ -30,7 +30,7 @@ from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems import prompts
 
 _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # engine -> Prefix
-STATS = {"prefix_prefills": 0, "continued": 0, "one_span": 0}
+STATS = {"prefix_prefills": 0}  # prefixes prefilled (tests count them)
 
 
 @dataclass
@@ -117,7 +117,6 @@ def few_shot(engine, question: str, max_tokens: int, keep: bool = True) -> Conte
     pre = kept_prefix(engine, keep)
     done = len(pre.ids) if continues(ids, pre.ids) else 0
     cache = (copy.deepcopy(pre.cache) if keep else pre.cache) if done else engine.new_cache()
-    STATS["continued" if done else "one_span"] += 1
     graft_s = time.perf_counter() - t0  # the kept prefix's copy: this schedule's graft
     logits = engine.prefill(cache, ids[done:], done, last_only=True)[-1]
     return Context(cache, logits, list(ids), 0, [], graft_s, time.perf_counter() - t0)
