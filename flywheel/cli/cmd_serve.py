@@ -52,11 +52,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replicas", type=count(), default=service.replicas,
                    help=f"answering replicas, one model each (default {service.replicas})")
     p.add_argument("--no-learn", action="store_true", help="answer only: no learner")
-    add_prompt_budget_flag(p)
-    add_solve_queue_flag(p)
     p.add_argument("--answer-policy", choices=ANSWER_POLICIES, default=service.answer_policy,
                    help="where the computed value refutes the model: answer the value (computed, the default) or the "
                         "model's answer labelled wrong (model); a request may ask either")
+    add_prompt_budget_flag(p)
+    add_solve_queue_flag(p)
     # The flags `run` shares (model, budget, seed, workers, device, cluster): one declaration.
     add_learner_flags(p, role="learner: ")
     add_storage_args(p)

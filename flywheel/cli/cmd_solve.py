@@ -28,12 +28,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--server", default=None, help="ask a running `galahad serve` at URL (token: env GALAHAD_API_TOKEN)")
     p.add_argument("--gold", default=None, help="with --server: the gold answer (queues the problem for learning)")
-    add_storage_args(p)
-    p.set_defaults(func=run)
-
     p.add_argument("--answer-policy", choices=ANSWER_POLICIES, default=None,
                    help="where the computed value refutes the model: answer the value (computed, the default) or "
                         "the model's answer labelled wrong (model); with --server default: the server's")
+    add_storage_args(p)
+    p.set_defaults(func=run)
+
 
 def run(args: argparse.Namespace) -> int:
     from galahad.flywheel.errors import GalahadError
@@ -51,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
         solver = Solver(engine_for(args.model, paths, args.kernel_mode), catalog, store)
         policy = RetrievalPolicy(max_solutions=args.max_solutions)
         ans = solver.solve(args.problem, args.template, args.topic, policy)
-    if ans.memory_note:  # memory knows it, compiled elsewhere: say so instead of answering silently from the base
     ans = by_policy(ans, args.answer_policy or DEFAULTS.service.answer_policy)
+    if ans.memory_note:  # memory knows it, compiled elsewhere: say so instead of answering silently from the base
         print(f"galahad: {ans.memory_note}", file=sys.stderr)
     if args.json:
         print(json.dumps(ans.to_dict(), sort_keys=True))
@@ -63,12 +63,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def mark(verified: bool | None, computed: str | None = None) -> str:
 def refuted(model_answer: str | None) -> str:
     """Path `computed`: the model's answer the computed value refuted, on its own line."""
     return "" if model_answer is None else f"\n  the model answered {model_answer!r}, refuted by the computed value"
 
 
+def mark(verified: bool | None, computed: str | None = None) -> str:
     """How an answer is marked: verified, unverified (nothing could check it), or wrong."""
     if verified is None:
         return "unverified"
