@@ -74,6 +74,8 @@ HAND = [
      {F(17, 3), F(4)}),
     ("What is 18 increased by four fifths?", _b("{0} increased !by {1}", INT(18), _n("fracw", (4, 5))),
      "ambiguous", {F(94, 5), F(162, 5)}),
+    ("What is two thirds tripled more than 4?",
+     _b("{1} more than {0}", INT(4), _u("{0} tripled", _n("fracw", (2, 3)))), "ambiguous", {F(6), F(12)}),
     ("What is the difference between 2 and 3?", _b("the difference between {0} and {1}", INT(2), INT(3)),
      "ambiguous", {F(-1), F(1)}),
     ("What is 5 divided by 0?", _b("{0} divided !by {1}", INT(5), INT(0)), "undefined", {"undefined"}),

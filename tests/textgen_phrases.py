@@ -104,7 +104,7 @@ def _b(fn, op, form, *templates, group="arith"):
 BIN = {ph.template: ph for ph in [
     *_b(add, "+", "infix", "{0} plus {1}", "{1} added to {0}", "{1} more than {0}", "{0} increased !by {1}"),
     *_b(add, "+", "closed", "the sum !of {0} and {1}", "the total !of {0} and {1}"),
-    *_b(add, "+", "imp", "add {1} to {0}", "add {0} and {1}"),
+    *_b(add, "+", "imp", "add {1} to {0}", "!add {0} and {1}"),
     *_b(sub, "-", "infix", "{0} minus {1}", "{1} less than {0}", "{1} fewer than {0}",
         "{1} subtracted from {0}", "{0} take away {1}", "{0} decreased !by {1}", "{0} reduced !by {1}"),
     *_b(sub, "-", "closed", "the difference !of {0} and {1}", "the difference between {0} and {1}"),

@@ -149,6 +149,13 @@ written power splits it ("3/4^2")."""
     return set()
 
 
+def _has_fraction(spec) -> bool:
+    """A written fraction in the amount ("two thirds", "2/3 tripled"): "more than" may then be relative."""
+    if spec[0] == "n":
+        return spec[1][0] in ("fracw", "frac", "latex_frac")
+    return any(isinstance(p, tuple) and _has_fraction(p) for p in spec[1:])
+
+
 def _surface(ph, spec):
     """(first operand, last operand, value as a function of the operands in the text's order)."""
     c0, c1 = spec[2], spec[3]
@@ -189,8 +196,8 @@ def _binary(s) -> set:
         out |= {absv(sub(x, y)) for x, y in pairs}
     if tpl.startswith("the quotient"):
         out |= {_floor(x, y) for x, y in pairs}
-    if tpl in RELATIVE and c1[0] == "n" and c1[1][0] in ("fracw", "frac", "latex_frac"):
-        out |= {mul(x, 1 + RELATIVE[tpl] * y) for x, y in pairs}  # "a third less than 6" = 4
+    if tpl in RELATIVE and _has_fraction(c1):
+        out |= {mul(x, add(F(1), mul(F(RELATIVE[tpl]), y))) for x, y in pairs}  # "a third less than 6" = 4
     if ph.op in ("%+", "%-"):
         out |= {(add if ph.op == "%+" else sub)(y, div(x, F(100))) for x, y in pairs}
     if ph.op == "^" and ph.form in ("infix", "tight") and c0[0] == "n":
