@@ -56,8 +56,9 @@ _after: SEP* WHAT IS LEFT | SEP* WHAT IS SUM
 ?wprod: wprod wmul wunit -> wbin | wunit
 !wadd: PLUS | MINUS | LESS | TAKE AWAY
 !wmul: TIMES | DIVBY | OVER
-?wunit: sexpr | spow post -> postfix | wunit POWW sexp -> pow
+?wunit: sexpr | sneg post -> postfix | wunit POWW sexp -> pow | sexpr loosepost -> postfix
 !post: SQUARED | CUBED | DOUBLED | TRIPLED | HALVED
+!loosepost: DOUBLED | TRIPLED | HALVED
 ?rev: wprod LESSTHAN wprod -> less_than | wprod MORETHAN wprod -> more_than
     | wprod ADDED TO wprod -> more_than | wprod SUBTRACTED FROM wprod -> less_than
 

@@ -176,6 +176,8 @@ def tokens(text: str) -> list[Token]:
             out.append(_num_token(_digits(v)))
             chain = (i >= 1 and words[i - 1] == "/" and tight[i]) or (
                 i + 3 < len(raw) and words[i + 3] == "/" and tight[i + 3])
+            if chain and nxt == "/" and tight[i + 1]:
+                raise Refuse("1/3/4: a chain of tight slashes")
             if (nxt == "/" and i + 2 < len(raw) and raw[i + 2][0] == "num" and tight[i + 1] and tight[i + 2]
                     and not chain):
                 out.append(Token("TSLASH", "/"))
@@ -185,8 +187,8 @@ def tokens(text: str) -> list[Token]:
                 raise Refuse("factorial")
             if v == "!=":
                 raise Refuse("inequality")
-            if v == "/" and ((i and raw[i - 1][0] == "word" and tight[i]) or
-                             (i + 1 < len(raw) and raw[i + 1][0] == "word" and tight[i + 1])):
+            if v == "/" and ((i and words[i - 1] in lx.SMALL and tight[i]) or
+                             (i + 1 < len(raw) and words[i + 1] in lx.SMALL and tight[i + 1])):
                 raise Refuse("a slash touching a word ('two/three')")
             if v == "%" and i + 1 < len(raw) and raw[i + 1][0] in ("num", "mixed"):
                 raise Refuse("'17 % 5': a percent or a remainder")
@@ -267,6 +269,9 @@ def _dollars(toks: list[Token]) -> list[Token]:
             continue
         out.append(toks[i])
         i += 1
+    for a, b, c in zip(out, out[1:], out[2:]):
+        if a.type in ("SQRTSYM", "CBRTSYM") and b.type == "NUM" and c.type == "TSLASH":
+            raise Refuse("\u221a1/25: the root of the fraction or of its numerator")
     vars_ = {t.value for t in out if t.type == "VAR"}
     if len(vars_) > 1:
         raise Refuse("two unknowns")

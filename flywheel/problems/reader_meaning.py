@@ -368,7 +368,7 @@ def readings(tree) -> set:
         if len(out) > MAX_READINGS:
             raise Refuse("too many readings")
         return out
-    if data in ("wadd", "wmul", "post"):
+    if data in ("wadd", "wmul", "post", "loosepost"):
         return tree
     if data == "implicit":
         kids = [k if not isinstance(k, Token) else
