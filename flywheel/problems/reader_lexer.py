@@ -269,7 +269,7 @@ def _dollars(toks: list[Token]) -> list[Token]:
             continue
         out.append(toks[i])
         i += 1
-    for a, b, c in zip(out, out[1:], out[2:]):
+    for a, b, c in zip(out, out[1:], out[2:], strict=False):
         if a.type in ("SQRTSYM", "CBRTSYM") and b.type == "NUM" and c.type == "TSLASH":
             raise Refuse("\u221a1/25: the root of the fraction or of its numerator")
     vars_ = {t.value for t in out if t.type == "VAR"}
