@@ -35,18 +35,30 @@ OWN_GROUP = (
     "tests/test_flywheel.py::test_run_on_postgresql_catalog_and_shared_store",
 )
 
-# Groups, longest first (a module path, a test id of OWN_GROUP, or a fixture name of SHARED_SESSION_FIXTURES),
-# as measured in the slow tier; the rest follow in collection order.
+# Groups, longest first (a module path, a test id of OWN_GROUP, or a fixture name of SHARED_SESSION_FIXTURES):
+# the slow tier's group totals on 2 workers, 2026-12-07, load 10-37 (minutes): test_flywheel 30 (42 with its
+# two own groups), test_s3_cluster 20, test_graft 18, test_service 6.5, the sigkill test 5.8, test_tenants_http
+# 5.2, the netns cluster 4.3, ... The rest follow in collection order.
 LONGEST_FIRST = (
     "tests/test_flywheel.py",
-    "tests/test_serve_default_model.py",
     "tests/test_s3_cluster.py",
+    "tests/test_graft.py",
     "tests/test_service.py",
-    "netns_ray_cluster",
-    "tests/test_openai_api.py",
+    "tests/test_flywheel.py::test_sigkill_mid_run_then_resume_loses_nothing",
     "tests/test_tenants_http.py",
-    "tests/test_openai_clients.py",
+    "netns_ray_cluster",
+    "tests/test_serve_default_model.py",
+    "tests/test_flywheel.py::test_run_on_postgresql_catalog_and_shared_store",
+    "tests/test_arch.py",
+    "tests/test_s3_store.py",
+    "tests/test_kernel_mode_flag.py",
+    "tests/test_first_run.py",
+    "tests/test_hostile_fuzz.py",
+    "tests/test_serve_operations.py",
+    "tests/test_ui_browser.py",
+    "tests/test_gpu_check.py",
     "tests/test_catalog_concurrency.py",
+    "tests/test_openai_api.py",
 )
 
 
