@@ -133,8 +133,9 @@ def test_metadata_gold_queues_the_problem_exactly_as_solve_does(served, client):
     r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": text}],
                                        metadata={"gold": "9"})
     g = ext(r)
-    assert g["queued"] is True and g["problem_id"] == problem_hash(text) and g["verified"] is not True
-    assert g["matches_gold"] in (True, False) and g["gold_source"] is None
+    assert g["queued"] is True and g["problem_id"] == problem_hash(text)  # learned, yet answered right now:
+    assert g["verified"] is True and g["gold_source"] == "computed" and g["matches_gold"] is True  # the default
+    assert r.choices[0].message.content == "9"  # policy answers the computed value (issue 52)
     code, status = served.json("GET", f"/v1/problems/{g['problem_id']}")
     assert code == 200 and status["status"] == "pending" and status["text"] == text  # --no-learn: it waits
     with Catalog(f"sqlite:///{served.data / 'catalog.sqlite3'}") as cat:

@@ -68,9 +68,13 @@ def test_default_model_learns_over_both_protocols_then_answers_by_recurrence_ove
             assert g["grafted_artifacts"] == [s["recall_artifact_id"]] and g["queued"] is False, g
             assert r.choices[0].message.content == s["verified_answer"] == gold[s["text"]] == ans["answer"]
             cut = client.chat.completions.create(model=model, messages=[{"role": "user", "content": s["text"]}],
-                                                 max_tokens=1)  # a cap cuts memory's answer: never verified
+                                                 max_tokens=1, metadata={"answer_policy": "model"})
             assert cut.choices[0].finish_reason == "length" and ext(cut)["verified"] is not True, ext(cut)
-            assert cut.usage.completion_tokens == 1
+            assert cut.usage.completion_tokens == 1  # the model's cut answer: never verified
+            capped = client.chat.completions.create(model=model, max_tokens=1,
+                                                    messages=[{"role": "user", "content": s["text"]}])
+            assert capped.choices[0].message.content == gold[s["text"]] and ext(capped)["verified"] is True, \
+                ext(capped)  # the default policy: the computed value the cut answer fails, verified
             chunks = list(client.chat.completions.create(model=model, stream=True,
                                                          messages=[{"role": "user", "content": s["text"]}]))
             assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == gold[s["text"]]
