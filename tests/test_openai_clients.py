@@ -48,18 +48,20 @@ def ask(text: str) -> list[dict]:
 
 
 def test_max_tokens_is_a_cap_and_usage_counts_the_tokens_decoded(client):
-    whole = client.chat.completions.create(model="tiny", messages=ask(SEEDED[0]))
+    model = {"answer_policy": "model"}  # the model's own cut (the default answers the computed value instead)
+    whole = client.chat.completions.create(model="tiny", messages=ask(SEEDED[0]), metadata=model)
     assert ext(whole)["path"] == "base" and ext(whole)["decode_tokens"] > 1  # the tiny model: noise, uncut
     for kwargs in ({"max_tokens": 1}, {"max_completion_tokens": 1}, {"max_tokens": 8, "max_completion_tokens": 1}):
-        r = client.chat.completions.create(model="tiny", messages=ask(SEEDED[0]), **kwargs)
+        r = client.chat.completions.create(model="tiny", messages=ask(SEEDED[0]), metadata=model, **kwargs)
         g = ext(r)
         assert r.choices[0].finish_reason == "length" and g["decode_tokens"] == r.usage.completion_tokens == 1
         assert g["verified"] is not True and whole.choices[0].message.content.startswith(r.choices[0].message.content)
         assert r.usage.prompt_tokens == whole.usage.prompt_tokens  # the same context read
         assert r.usage.prompt_tokens_details.cached_tokens == g["grafted_tokens"] == 0  # the base path
-    c = client.completions.create(model="tiny", prompt=SEEDED[0], max_tokens=4)
+    c = client.completions.create(model="tiny", prompt=SEEDED[0], max_tokens=4, extra_body={"metadata": model})
     assert c.usage.completion_tokens == ext(c)["decode_tokens"] <= 4 and c.choices[0].finish_reason == "length"
-    big = client.chat.completions.create(model="tiny", messages=ask(SEEDED[0]), max_tokens=4096)  # above the budget
+    big = client.chat.completions.create(model="tiny", messages=ask(SEEDED[0]), max_tokens=4096,
+                                      metadata=model)  # above the budget
     assert big.choices[0].message.content == whole.choices[0].message.content
     assert big.usage.completion_tokens == whole.usage.completion_tokens
 
