@@ -44,12 +44,13 @@ def test_serve_reports_batches_and_failures_serves_docs_offline_and_stops_cleanl
     log_path = data.parent / f"serve-{server.port}.log"
     try:
         server.wait_ready()
-        # a problem the tiny random-init model cannot learn: queued with its gold, failed by the learner
-        code, body = server.json("POST", "/v1/solve", {"problem": "What is 3 + 9?", "gold": "12"})
+        # a problem the tiny random-init model cannot learn, its gold not computable (a computed one becomes a
+        # gold solution, issue 52): queued with its gold, failed by the learner
+        code, body = server.json("POST", "/v1/solve", {"problem": "How many legs does a spider have?", "gold": "8"})
         assert code == 200 and body["queued"] is True, body
         pid = body["problem_id"]
         code, _, raw = server.request("POST", "/v1/chat/completions", json.dumps(
-            {"model": "tiny", "stream": True, "messages": [{"role": "user", "content": "What is 4 + 4?"}]}).encode(),
+            {"model": "tiny", "stream": True, "messages": [{"role": "user", "content": "Name the capital of France."}]}).encode(),
             headers={"Content-Type": "application/json"})
         assert code == 200 and raw.rstrip().endswith(b"data: [DONE]")
         status = _until(lambda: (s := server.json("GET", f"/v1/problems/{pid}")[1])["status"] == "failed" and s, 300)
