@@ -2,7 +2,7 @@
 
 The reader checks the length first (MAX_CHARS), then lexes under bounds (characters, known words, digits
 per literal, MAX_TOKENS tokens), parses only what the lexer passed, refuses a parse node with more than
-MAX_READINGS readings, and `value` refuses exponents and intermediates beyond its bit bound before
+MAX_READINGS readings, bounds brackets and phrase nesting (MAX_DEPTH, MAX_PHRASES), and `value` refuses exponents and intermediates beyond its bit bound before
 computing them. Wall-clock numbers are in bench/bench_keys.py, not here.
 """
 
@@ -72,8 +72,8 @@ def test_the_lexer_refuses_what_it_cannot_bound():
 
 
 def test_readings_are_bounded(monkeypatch):
-    text = "2 plus 3 times 4 minus 5 times 6"
-    assert canonical.canonical_key(text) is None  # spoken precedence: read two ways, no key
+    text = "What is the square root of 16 plus 9?"
+    assert canonical.canonical_key(text) is None  # read two ways (5 or 13): no key
     monkeypatch.setattr(reader_meaning, "MAX_READINGS", 1)
     with pytest.raises(reader_lexer.Refuse):
         toks = reader_lexer.tokens(text)

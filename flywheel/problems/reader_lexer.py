@@ -18,6 +18,8 @@ from galahad.flywheel.problems import reader_lexicon as lx
 
 MAX_TOKENS = 64
 MAX_DIGITS = 30
+MAX_DEPTH = 5  # brackets: the parse forest's readings grow with each level of nesting
+MAX_PHRASES = 5  # "the sum of", "the product of", "of", ... in one text
 
 
 class Refuse(Exception):
@@ -206,6 +208,13 @@ def tokens(text: str) -> list[Token]:
         i += 1
     if len(out) > MAX_TOKENS:
         raise Refuse("too many tokens")
+    depth = deepest = 0
+    for t in out:
+        depth += (t.type == "LP") - (t.type == "RP")
+        deepest = max(deepest, depth)
+    nested = sum(t.type in ("SUM", "PRODUCT", "DIFFERENCE", "QUOTIENT", "MEAN", "MEDIAN", "OF") for t in out)
+    if deepest > MAX_DEPTH or nested > MAX_PHRASES:
+        raise Refuse("nesting past the bound: every reading of it would be enumerated")
     return _dollars(out)
 
 
