@@ -136,7 +136,9 @@ def part_of(f: Fraction, x: tuple) -> tuple:
 
 def neg(t: tuple) -> tuple:
     if t[0] == "n":
-        return num(-t[2]) if len(t) == 3 else (*num(-t[2]), _node("-", (t[3],)))
+        # a folded numeral's written form is negated by the same rule (the sign onto its first plain literal):
+        # -(1/2) written `-1/2` and (-1)/2 unfold to one product, `*(-1,/(2))`
+        return num(-t[2]) if len(t) == 3 else (*num(-t[2]), neg(t[3]))
     if t[0] == "-":
         return t[2]
     if t[0] == "*":  # -(a * b) = (-a) * b: the sign goes onto the product's first plain literal
