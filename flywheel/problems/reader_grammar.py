@@ -66,7 +66,7 @@ _after: SEP* WHAT IS LEFT | SEP* WHAT IS SUM
 ?sexpr: ssum
 ?ssum: ssum PLUSS sprod -> add | ssum DASH sprod -> sub | sprod
 ?sprod: sprod STAR sneg -> mul | sprod SLASH sneg -> div | sprod SLASH SLASH sneg -> floordiv
-      | NUM TSLASH (sbase CARET sexp | implicit) -> tdiv | sprod SLASH NUM TSLASH NUM -> div_chain
+      | tdiv | sprod STAR tdiv -> mul | sprod SLASH NUM TSLASH NUM -> div_chain
       | sprod MOD sneg -> mod | sprod LP expr RP -> mul | sneg
 ?sneg: DASH sneg -> neg | NEGATIVE sneg -> neg | MINUS sneg -> neg | spow
 ?spow: sbase (CARET | POWW) sexp -> pow | satom | implicit | sbase CARET sexp TSLASH NUM -> pow_div
@@ -85,6 +85,8 @@ _after: SEP* WHAT IS LEFT | SEP* WHAT IS SUM
       | (SQRTP | SQRTSYM) satom -> sqrt | (CBRTP | CBRTSYM) satom -> cbrt
       | SQRTSYM spow -> sqrt | CBRTSYM spow -> cbrt
 frac: NUM TSLASH NUM
+// "3/4^2" is 3/(4^2) or (3/4)^2, wherever it stands as a factor ("2*3/4^2" too): two readings
+tdiv: NUM TSLASH (sbase CARET sexp | implicit)
 implicit: (NUM | frac) factor
 ?factor: fbase | fbase CARET sexp -> pow
 ?fbase: VAR -> var | LP expr RP | call
