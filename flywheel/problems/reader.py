@@ -18,8 +18,13 @@ from galahad.flywheel.problems.reader_meaning import readings
 MAX_CHARS = 300
 
 
-def _key_of(reading, one_unit: bool) -> tuple[str, Fraction] | None:
+def _key_of(reading, one_unit: bool, letter: bool) -> tuple[str, Fraction] | None:
     (tree, kind), frame = reading
+    if kind == "solved":  # x = t: an equation to solve for a letter, else (a definition, "let f = 3 + 2",
+        # or an unknown in words, "what number is 3 + 2") the question t
+        if tree[1][0] == "n" and tree[1][2].denominator == 1:
+            return None  # "x = 4": the answer is in the text
+        (tree, kind), frame = ((tree, "eq"), "q") if letter else ((tree[1], None), frame)
     if frame == "q":
         form = rt.equation_form(*tree)
         if form is None:
@@ -75,10 +80,12 @@ def key_and_value(text: str) -> tuple[str, Fraction] | None:
         return None  # fail closed: a text the reader cannot finish reading has no key
     units = {t.value for t in toks if t.type == "UNIT"}
     keyed = set()
+    kinds = {t.type for t in toks}
+    equation = "VAR" in kinds and not kinds & {"LET", "GIVEN"}
     for r in found:
         if not (isinstance(r, tuple) and len(r) == 2 and r[1] in ("ask", "q")):
             continue
-        got = _key_of(r, len(units) <= 1)
+        got = _key_of(r, len(units) <= 1, equation)
         if got is None:
             return None
         keyed.add(got)

@@ -104,7 +104,16 @@ def _whole(t) -> int | None:
 def _subst(e, x):
     if not _plain(e, x) or rt.has_var(x[0]) or not rt.has_var(e[0]):
         return None
+    if e[0] == rt.VAR:
+        return _solved(x[0])  # "If x = 7 - 3, what is x?": the equation x = 7 - 3
     return rt.substitute(e[0], x[0]), None
+
+
+def _solved(t) -> tuple:
+    """The reading of an equation solved for its unknown, `x = t` with no unknown in t ("Solve for x:
+    x = 7 - 3", "If x = 7 - 3, what is x?", "What number is 7 - 3?"): reader.py keys it as the equation
+    when the unknown is a letter (as "x + 3 = 7" is keyed), and as the question t when it is in words."""
+    return (rt.VAR, t), "solved"
 
 
 def _nonneg(t) -> bool:
@@ -343,7 +352,7 @@ M = {
     "r_dp": lambda n: Fraction(1, 10 ** int(Fraction(n.value))) if Fraction(n.value) < 20 else None,
     "pct_of": _pct_of, "pct_of_r": lambda b, a: _pct_of(a, b),
     "at_each": lambda n, q: _mul((rt.num(Fraction(n.value)), None), q),
-    "at_value": _subst, "let_value": lambda e: e if not rt.has_var(e[0]) else None, "value_at": lambda x, e: _subst(e, x),
+    "at_value": _subst, "let_value": lambda e: _solved(e[0]) if _plain(e) and not rt.has_var(e[0]) else None, "value_at": lambda x, e: _subst(e, x),
     "cmp_more": _cmp, "cmp_less": lambda a, b: _cmp(b, a),
     "cmp_times": _quotient, "cmp_times_r": lambda b, a: _quotient(a, b),
     "equation": lambda a, b: ((a[0], b[0]), "eq") if _plain(a, b) or a[1] == b[1] else None,
@@ -415,7 +424,7 @@ def _top(data, args) -> set:
         for r in (r for p in pools for r in p if r[1] == "eq"):
             lhs, rhs = r[0]
             if lhs == rt.VAR and not rt.has_var(rhs) or rhs == rt.VAR and not rt.has_var(lhs):
-                out.add(((rhs if lhs == rt.VAR else lhs, None), "ask"))  # "what number is 5 + 3": 5 + 3
+                out.add((_solved(rhs if lhs == rt.VAR else lhs), "ask"))  # "what number is 5 + 3": 5 + 3
             elif rt.has_var(lhs) or rt.has_var(rhs):
                 out.add((r, "q"))
         return out
