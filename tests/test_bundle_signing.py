@@ -258,10 +258,10 @@ def test_verify_admits_an_unsigned_bundle(tmp_path, model_cache, monkeypatch, ca
     with Catalog(f"sqlite:///{tmp_path / 'dst.sqlite3'}") as dst:
         out = import_bundle(dst, LocalStore(tmp_path / "dst-store"), bundle, rederive=RebuildCheck(engine))
         assert out["added"]["artifacts"] == 2 and out["signed_by"] is None and out["admitted_by"] == "verify"
-    import galahad.flywheel.cli.session as session
+    import galahad.flywheel.cli.cmd_catalog as cmd_catalog
 
     loaded = []
-    monkeypatch.setattr(session, "engine_for", lambda model, *a: loaded.append(model) or engine)  # loaded once
+    monkeypatch.setattr(cmd_catalog, "engine_for", lambda model, *a: loaded.append(model) or engine)  # loaded once
     code, out, err = import_into(capsys, tmp_path / "data", bundle, "--verify", "--model", "tiny")
     assert code == 0, err
     assert json.loads(out)["admitted_by"] == "verify" and json.loads(out)["added"]["artifacts"] == 2

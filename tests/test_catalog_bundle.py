@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select
 
 from galahad.flywheel.artifacts.store import LocalStore, sha256_hex
-from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.catalog import Catalog, bundle_formats
 from galahad.flywheel.catalog.bundle import export_bundle, import_bundle
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
@@ -143,7 +143,7 @@ def test_bad_bundles_are_refused_with_nothing_written(catalog_url, make_catalog_
     (tmp_path / "garbage.tar").write_bytes(b"\x89PNG not a tar at all" * 40)
     paths["not a tar"] = tmp_path / "garbage.tar"
     paths["no such file"] = tmp_path / "missing.tar"
-    assert manifest["format"] == "galahad-bundle/3"
+    assert manifest["format"] == bundle_formats.FORMAT
 
     dst_store = LocalStore(tmp_path / "dst")
     with Catalog(catalog_url) as dst:
@@ -224,7 +224,7 @@ def test_bundle_v2_carries_recall_rows_and_keys(catalog_url, make_catalog_url, t
         export_bundle(src, src_store, bundle)
         want = canonical_rows(src)
     manifest = json.loads(members(bundle)["manifest.json"])
-    assert manifest["format"] == "galahad-bundle/3" and len(manifest["tables"]["recalls"]) == 2
+    assert manifest["format"] == bundle_formats.FORMAT and len(manifest["tables"]["recalls"]) == 2
     assert len(manifest["tables"]["problem_keys"]) == 2 and len(manifest["tables"]["runtimes"]) == 1
     fps = (W.FP_MODEL, W.FP_RUNTIME)
     with Catalog(catalog_url) as dst:
