@@ -27,6 +27,7 @@ RUNS: dict[str, tuple[str, ...]] = {
     "bench_catalog.py": ("--rows", "1000", "--samples", "60", "--json"),  # SQLite and PostgreSQL, routing
     "bench_catalog.py --sizes": ("--sizes", "1000", "--samples", "60", "--deposits", "4", "--json", "{tmp}/c.json"),
     "bench_keys.py": ("--size", "3", "--repeats", "1", "--json"),
+    "bench_reader_generated.py": ("--n", "200", "--properties", "10", "--json"),
     "bench_heldout_keys.py": (),
     "bench_key_coverage.py": ("--json",),
     "bench_verifier.py": ("--repeats", "0", "--pairs", "30", "--flywheel", "30", "--json"),
@@ -41,6 +42,7 @@ RUNS: dict[str, tuple[str, ...]] = {
     # the default model: a recurrence hit needs a model that decodes its verified answer (tiny's weights are random)
     "bench_serve.py": ("--hits", "1", "--misses", "1", "--reps", "1", "--no-load", "--single-seconds", "1", "--json"),
     "bench_memory.py": (*TINY, "--settle", "2", "--json"),
+    "bench_never_wrong.py": (*TINY, "--n", "2", "--json"),
     "heldout_arch.py": ("--only", "llama-llama3-gqa3", "gpt2", "--samples", "1", "--modes", "stock", "--json"),
     "soak.py": (*TINY, "--minutes", "0.3", "--interval", "5", "--out", "{tmp}/soak.json", "--json"),
 }
