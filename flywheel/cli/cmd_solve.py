@@ -14,6 +14,10 @@ from galahad.flywheel.cli.argtypes import count
 from galahad.flywheel.cli.flags import add_model_flag
 from galahad.flywheel.cli.session import add_storage_args, engine_for, storage
 from galahad.flywheel.config import ANSWER_POLICIES, DEFAULTS
+from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.memory.policy import RetrievalPolicy
+from galahad.flywheel.memory.solver import Solver, by_policy
+from galahad.flywheel.service.client import Client
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,10 +40,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from galahad.flywheel.errors import GalahadError
-    from galahad.flywheel.memory.policy import RetrievalPolicy
-    from galahad.flywheel.memory.solver import Solver, by_policy
-
     if not args.problem.strip():
         raise GalahadError("the problem text is empty")
     if args.max_solutions < 1:
@@ -79,7 +79,6 @@ def mark(verified: bool | None, computed: str | None = None) -> str:
 
 def remote(args: argparse.Namespace) -> int:
     """The same answer from a running service (`galahad serve`): no model load in this process."""
-    from galahad.flywheel.service.client import Client
 
     ans = Client(args.server).solve(args.problem, args.gold, args.answer_policy)
     if args.json:
