@@ -26,7 +26,7 @@ GRAMMAR = r"""
 %declare REMOVE IT THERE QUARTER NEAREST ROUND ROUNDED WHOLE TENTHW HUNDREDTHW PLACES DECIMALW OPPOSITE
 %declare RECIPROCAL ABSOLUTE GO WORTH AS IN NUMBERW THEN GIVEN DOES BETWEEN RATIO FRACTIONW ASPERCENT OUT
 %declare CHANGE OFF ON TIP ITEMS SPLIT AMONG EVENLY LEAVES INTEGER SQRTSYM CBRTSYM SQRTP CBRTP WHICH OR
-%declare RAISE BE SUCH THAT MUST MODSYM FLOOR EQUATION SATISFIES NEGATE ABSF POWW
+%declare RAISE BE SUCH THAT MUST MODSYM FLOOR EQUATION SATISFIES NEGATE ABSF POWW DISTANCE FAR APART
 
 start: (SEP | COLON)* _question (SEP | COMMA)*
 _question: ask | equation_q | functions_q
@@ -116,6 +116,9 @@ percent: (NUM | frac) (PCT | PERCENT)
 ?phrase: part OF of_arg -> part_of
       | SUM OF items -> sum | PRODUCT OF items -> product
       | DIFFERENCE (OF | FROM | BETWEEN) sexpr AND sexpr -> difference
+      // "the distance between a and b", "how far apart are a and b": |a - b| ("the difference between 2 and
+      // 3" stays refused: 2 - 3 in school algebra, |2 - 3| in speech)
+      | DISTANCE BETWEEN sexpr AND sexpr -> distance | HOW FAR APART IS sexpr AND sexpr -> distance
       | QUOTIENT OF sexpr (AND | DIVBY) sexpr -> quotient | RATIO OF sexpr TO sexpr -> quotient
       | (MEAN OF | MEAN) items -> mean | MEDIAN OF items -> median
       | (SQUARE OF | SQUARE) of_arg -> square | (CUBE OF | CUBE) of_arg -> cube

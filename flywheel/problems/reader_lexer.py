@@ -71,7 +71,7 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\bsqrt\s*(?=\()", " sqrtp "), (r"\bcbrt\s*(?=\()", " cbrtp "),
     (r"\b(?:as|in|into) an? (?:percent|percentage)\b", " aspercent "),
 (r"\bd\.p\.?|\bdp\b", " dp "), (r"\bs\.f\.?|\bsig\.? figs?\b|\bsignificant figures?\b", " sf "),
-    (r"\bdecimal places?\b", " dp "),
+    (r"\bdecimal places?\b", " dp "), (r"\bon (?:the|a) number line\b", " "),
 ]]
 
 

@@ -146,6 +146,14 @@ def _difference(a, b):
     return _sub(a, b)
 
 
+def _distance(a, b):
+    """The distance between a and b, how far apart they are: |a - b|, read as the larger less the smaller."""
+    va, vb = rt.value(a[0]), rt.value(b[0])
+    if va is None or vb is None:
+        return None
+    return _sub(a, b) if va >= vb else _sub(b, a)
+
+
 def _quotient(a, b):
     va, vb = rt.value(a[0]), rt.value(b[0])
     if not _plain(a, b) or not vb:
@@ -337,7 +345,7 @@ M = {
     "pct_change": lambda a, b: _pct_change(a, b, 0), "pct_up": lambda a, b: _pct_change(a, b, 1),
     "pct_down": lambda a, b: _pct_change(a, b, -1),
     "sum": _sum_items, "product": lambda it: (rt.mul(*it[0]), None), "items": _items,
-    "difference": _difference, "quotient": _quotient, "mean": _mean,
+    "difference": _difference, "distance": _distance, "quotient": _quotient, "mean": _mean,
     "median": lambda it: (rt.median(it[0]), None),
     "square": lambda a: _pow(a, (rt.num(2), None)), "cube": lambda a: _pow(a, (rt.num(3), None)),
     "sqrt": lambda a: _pow(a, (rt.num(Fraction(1, 2)), None)),
