@@ -115,11 +115,15 @@ percent: (NUM | frac) (PCT | PERCENT)
 // ---- phrases -------------------------------------------------------------------------------------------
 ?phrase: part OF of_arg -> part_of
       | SUM OF items -> sum | PRODUCT OF items -> product
-      | DIFFERENCE (OF | FROM | BETWEEN) sexpr AND sexpr -> difference
+      // a second operand in words may end the phrase or run on ("the difference between 9 and 2 plus 3":
+      // 10 or 4): both parses, so no key where they differ
+      | DIFFERENCE (OF | FROM | BETWEEN) sexpr AND _arg2 -> difference
       // "the distance between a and b", "how far apart are a and b": |a - b| ("the difference between 2 and
       // 3" stays refused: 2 - 3 in school algebra, |2 - 3| in speech)
-      | DISTANCE BETWEEN sexpr AND sexpr -> distance | HOW FAR APART IS sexpr AND sexpr -> distance
-      | QUOTIENT OF sexpr (AND | DIVBY) sexpr -> quotient | RATIO OF sexpr TO sexpr -> quotient
+      | DISTANCE BETWEEN sexpr AND _arg2 -> distance | HOW FAR APART IS sexpr AND _arg2 -> distance
+      // "the greater of a and b", "the smaller of a and b": max, min (two equal numbers: no key)
+      | MORE OF sexpr AND _arg2 -> maximum | LESS OF sexpr AND _arg2 -> minimum
+      | QUOTIENT OF sexpr (AND | DIVBY) _arg2 -> quotient | RATIO OF sexpr TO _arg2 -> quotient
       | (MEAN OF | MEAN) items -> mean | MEDIAN OF items -> median
       | (SQUARE OF | SQUARE) of_arg -> square | (CUBE OF | CUBE) of_arg -> cube
       | SQRT of_arg -> sqrt | CBRT of_arg -> cbrt
@@ -130,6 +134,7 @@ percent: (NUM | frac) (PCT | PERCENT)
       | sexpr DIVBY sexpr LEAVES WHAT REMAINDER -> remainder
       | WHEN sexpr IS DIVBY sexpr (COMMA | SEP)* WHAT IS REMAINDER -> remainder
 ?part: fraction_words | frac | percent
+_arg2: sexpr | expr
 ?of_arg: satom | expr | WHAT -> var
 items: sexpr (COMMA sexpr)* COMMA? AND (sexpr | expr) | sexpr (COMMA sexpr)+ | sexpr (AND sexpr)+
 
@@ -178,6 +183,8 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
        | HOW MANY TIMES (AS MORE AS)? sexpr IS sexpr -> cmp_times_r
        | HOW MANY TIMES MORE IS sexpr THAN sexpr -> cmp_times | HOW MANY TIMES AS MORE IS sexpr AS sexpr -> cmp_times
        | HOW MANY TIMES DOES sexpr GO INTO sexpr -> cmp_times_r
+       | WHICH NUMBERW? IS MORE (COMMA | COLON)? sexpr OR _arg2 -> maximum
+       | WHICH NUMBERW? IS LESS (COMMA | COLON)? sexpr OR _arg2 -> minimum
 
 // ---- equations and functions ---------------------------------------------------------------------------
 equation_q: _eq_pre? equation _eq_post?

@@ -94,5 +94,5 @@ WORDS = {
     "sqrtsym": "SQRTSYM", "cbrtsym": "CBRTSYM", "sqrtp": "SQRTP", "cbrtp": "CBRTP", "which": "WHICH",
     "or": "OR", "floor": "FLOOR", "adding": "ADD", "subtracting": "SUBTRACT", "multiplying": "MULTIPLY",
     "dividing": "DIVIDE", "taking": "TAKE", "negate": "NEGATE", "absf": "ABSF", "equation": "EQUATION", "satisfies": "SATISFIES", "satisfy": "SATISFIES", "raise": "RAISE", "be": "BE", "such": "SUCH", "that": "THAT", "must": "MUST",
-    "should": "MUST", "distance": "DISTANCE", "far": "FAR", "apart": "APART",
+    "should": "MUST", "distance": "DISTANCE", "far": "FAR", "apart": "APART", "lesser": "LESS",
 }

@@ -154,6 +154,17 @@ def _distance(a, b):
     return _sub(a, b) if va >= vb else _sub(b, a)
 
 
+def _extreme(kind: str):
+    def read(a, b):
+        va, vb = rt.value(a[0]), rt.value(b[0])
+        if not _plain(a, b) or va is None or vb is None:
+            return None
+        if va == vb:
+            raise Refuse("the larger of two equal numbers: either, or 'they are equal'")
+        return rt.extreme(kind, (a[0], b[0])), None
+    return read
+
+
 def _quotient(a, b):
     va, vb = rt.value(a[0]), rt.value(b[0])
     if not _plain(a, b) or not vb:
@@ -345,7 +356,8 @@ M = {
     "pct_change": lambda a, b: _pct_change(a, b, 0), "pct_up": lambda a, b: _pct_change(a, b, 1),
     "pct_down": lambda a, b: _pct_change(a, b, -1),
     "sum": _sum_items, "product": lambda it: (rt.mul(*it[0]), None), "items": _items,
-    "difference": _difference, "distance": _distance, "quotient": _quotient, "mean": _mean,
+    "difference": _difference, "distance": _distance, "maximum": _extreme(">"), "minimum": _extreme("<"),
+    "quotient": _quotient, "mean": _mean,
     "median": lambda it: (rt.median(it[0]), None),
     "square": lambda a: _pow(a, (rt.num(2), None)), "cube": lambda a: _pow(a, (rt.num(3), None)),
     "sqrt": lambda a: _pow(a, (rt.num(Fraction(1, 2)), None)),

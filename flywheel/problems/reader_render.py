@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-_TOK = re.compile(r"-?\d+(?:/\d+)?|x|[+*\-/^|%_~m]\(|,|\)")
+_TOK = re.compile(r"-?\d+(?:/\d+)?|x|[+*\-/^|%_~m<>]\(|,|\)")
 _EQ = re.compile(r"q:(\d+)x([+-]\d+)")
 _SUM, _PROD, _UNARY, _POW, _ATOM = 1, 2, 3, 4, 5
 
@@ -83,6 +83,8 @@ def _show(t: tuple) -> tuple[str, int]:
         return f"round({_show(kids[0])[0]}, to {_show(kids[1])[0]})", _ATOM
     if kind == "m":
         return f"median({', '.join(_show(k)[0] for k in kids)})", _ATOM
+    if kind in "<>":
+        return f"{'max' if kind == '>' else 'min'}({', '.join(_show(k)[0] for k in kids)})", _ATOM
     raise ValueError(kind)
 
 

@@ -220,6 +220,11 @@ def median(items) -> tuple:
     return _node("m", sorted(items, key=key))
 
 
+def extreme(kind: str, items) -> tuple:
+    """The larger (`>(...)`) or smaller (`<(...)`) of a list, its items sorted by key like the median's."""
+    return _node(kind, sorted(items, key=key))
+
+
 def has_var(t: tuple) -> bool:
     return t[0] == "v" or any(has_var(a) for a in args(t))
 
@@ -323,6 +328,10 @@ def _value(t: tuple, x: Fraction | None, memo: dict | None) -> Fraction | None:
         vals.sort()
         n = len(vals)
         return vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2
+    if kind == ">":
+        return max(vals)
+    if kind == "<":
+        return min(vals)
     if kind == "~":
         x, unit = vals
         if unit <= 0:
@@ -393,7 +402,7 @@ def equation_form(lhs: tuple, rhs: tuple) -> tuple[int, int] | None:
 
 # -- keys back into trees ---------------------------------------------------------------------------------
 
-_KEY_TOKEN = re.compile(r"-?\d+(?:/\d+)?|x|[+*\-/^|%_~m]\(|,|\)")
+_KEY_TOKEN = re.compile(r"-?\d+(?:/\d+)?|x|[+*\-/^|%_~m<>]\(|,|\)")
 _EQ_KEY = re.compile(r"q:(\d+)x([+-]\d+)")
 
 
@@ -431,6 +440,8 @@ def rebuild(kind: str, children: list) -> tuple:
         return (add if kind == "+" else mul)(*children) if len(children) >= 2 else ("bad", "")
     if kind == "m":
         return median(children) if len(children) >= 2 else ("bad", "")
+    if kind in "<>":
+        return extreme(kind, children) if len(children) >= 2 else ("bad", "")
     if kind in "-/|_":
         return _node(kind, children) if len(children) == 1 else ("bad", "")
     return _node(kind, children) if len(children) == 2 else ("bad", "")
