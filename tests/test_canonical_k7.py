@@ -24,6 +24,21 @@ KEYED = [  # (text, exact value)
     ("which number is greater: 9 or 7", Fraction(9)),
     ("which is smaller, 3/4 or 2/3?", Fraction(2, 3)),
     ("the lesser of 5 and -2", Fraction(-2)),
+    # money: a tip, tax or discount on an amount (the part), the amount with or after a discount (the rest)
+    ("8% sales tax on $25", Fraction(2)),
+    ("what is a 15 percent tip on a $60 bill?", Fraction(9)),
+    ("20% discount on $45, how much is the discount?", Fraction(9)),
+    ("the discount on a $50 item at 10% off", Fraction(5)),
+    ("how much do you save with 25% off $80?", Fraction(20)),
+    ("what is $80 with 25% off", Fraction(60)),
+    ("price of a $120 item after a 15% discount", Fraction(102)),
+    # money: the cost of n at a price each, the price of one, an amount shared
+    ("what do 4 items cost at $2.25 each?", Fraction(9)),
+    ("cost of six things at 1.50 dollars apiece", Fraction(9)),
+    ("price per item if 4 cost $9", Fraction(9, 4)),
+    ("$7.50 for 3, what is the price of one?", Fraction(5, 2)),
+    ("$18 shared equally by 4 people, how much each?", Fraction(9, 2)),
+    ("75¢ as dollars", Fraction(3, 4)),
 ]
 
 NEAR_MISSES = [  # (text, text of another value): never one key
@@ -32,6 +47,9 @@ NEAR_MISSES = [  # (text, text of another value): never one key
     ("the distance between -7 and -2", "the distance between -7 and 2"),
     ("the greater of 0.65 and 0.7", "the smaller of 0.65 and 0.7"),
     ("which is bigger, 2/3 or 3/4?", "which is bigger, 2/3 or 1/4?"),
+    ("what is $80 with 25% off", "how much do you save with 25% off $80?"),
+    ("price of a $120 item after a 15% discount", "a 15% discount on $120"),
+    ("$7.50 for 3, what is the price of one?", "$7.50 for 5, what is the price of one?"),
 ]
 
 REFUSED = [
@@ -44,6 +62,8 @@ REFUSED = [
     "the difference between 9 and 2 plus 3",
     "the distance between 5 and 3 plus 1",
     "the quotient of 8 and 2 plus 2",
+    "$7.50 for 3, what is the price of 2?",  # the price of one only
+    "$80 after a 25% tax",  # a tax after adds: only a discount or "% off" is read after an amount
 ]
 
 

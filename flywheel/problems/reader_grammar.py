@@ -27,6 +27,7 @@ GRAMMAR = r"""
 %declare RECIPROCAL ABSOLUTE GO WORTH AS IN NUMBERW THEN GIVEN DOES BETWEEN RATIO FRACTIONW ASPERCENT OUT
 %declare CHANGE OFF ON TIP ITEMS SPLIT AMONG EVENLY LEAVES INTEGER SQRTSYM CBRTSYM SQRTP CBRTP WHICH OR
 %declare RAISE BE SUCH THAT MUST MODSYM FLOOR EQUATION SATISFIES NEGATE ABSF POWW DISTANCE FAR APART
+%declare DISCOUNT WITH SAVE AFTER PRICE PER
 
 start: (SEP | COLON)* _question (SEP | COMMA)*
 _question: ask | equation_q | functions_q
@@ -135,6 +136,8 @@ percent: (NUM | frac) (PCT | PERCENT)
       | WHEN sexpr IS DIVBY sexpr (COMMA | SEP)* WHAT IS REMAINDER -> remainder
 ?part: fraction_words | frac | percent
 _arg2: sexpr | expr
+_tip: TIP | DISCOUNT
+_tail: (COMMA | SEP)+ HOW MUCH IS _tip
 ?of_arg: satom | expr | WHAT -> var
 items: sexpr (COMMA sexpr)* COMMA? AND (sexpr | expr) | sexpr (COMMA sexpr)+ | sexpr (AND sexpr)+
 
@@ -160,9 +163,11 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | sexpr (DECREASED BY | LESS) sexpr -> decrease
         | sexpr MORETHAN sexpr -> rel_more | sexpr LESSTHAN sexpr -> rel_less
         | percent OFF sexpr -> off | sexpr (OFF | LESS) percent -> off_r
-        | A? percent TIP (ON | OF) sexpr -> part_of | TIP OF percent ON sexpr -> part_of
-        | TIP ON sexpr AT percent -> tip_at
-        | sexpr (IN | TO | INTO) UNIT -> convert | sexpr (IS | EQ) HOW MANY UNIT -> convert
+        | A? percent _tip (ON | OF) sexpr _tail? -> part_of | _tip OF percent ON sexpr -> part_of
+        | _tip ON sexpr AT percent OFF? -> tip_at | HOW MUCH SAVE WITH percent OFF sexpr -> part_of
+        // a discount takes the part off ("$80 with 25% off", "the price of $80 after a 25% discount")
+        | sexpr WITH percent OFF -> off_r | PRICE? OF? sexpr AFTER (A? percent DISCOUNT | percent OFF) -> off_r
+        | sexpr (IN | TO | INTO | AS) UNIT -> convert | sexpr (IS | EQ) HOW MANY UNIT -> convert
         | sexpr EQ SEP* UNIT -> convert | sexpr EQ SEP* HOW MANY UNIT -> convert
         | HOW MANY UNIT (IS | IN | IS IN | IS THERE IN | EQ | EQUALS | THERE IS IN) sexpr -> convert_r
         | UNIT IN sexpr -> convert_r
@@ -174,7 +179,11 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | PERCENT (INCREASE | INCREASED) FROM sexpr TO sexpr -> pct_up
         | PERCENT (DECREASE | DECREASED) FROM sexpr TO sexpr -> pct_down
         | NUM ITEMS? AT sexpr EACH? -> at_each | (SPLIT | DIVIDE) sexpr EVENLY? (AMONG | BETWEEN) NUM ITEMS? -> c_divide
-        | sexpr SPLIT EVENLY? (AMONG | BETWEEN | BY) NUM ITEMS? -> c_divide
+        | sexpr SPLIT EVENLY? (AMONG | BETWEEN | BY) NUM ITEMS? ((COMMA | SEP)* HOW MUCH DOES? EACH)? -> c_divide
+        | (WHAT NUM ITEMS? COST | (COST | PRICE) OF NUM ITEMS?) AT sexpr EACH -> at_each
+        // the price of one: "price per item if 3 cost $7.50", "$7.50 for 3, what is the price of one?"
+        | PRICE PER ITEMS IF NUM ITEMS? COST sexpr -> unit_price
+        | sexpr FOR NUM ITEMS? (COMMA | SEP)* WHAT IS PRICE OF NUM -> unit_price_r
 ?compare: HOW MUCH MORE IS sexpr THAN sexpr -> cmp_more | HOW MUCH LESS IS sexpr THAN sexpr -> cmp_less
        | BY HOW MUCH DOES? sexpr EXCEED sexpr -> cmp_more | sexpr IS HOW MUCH MORETHAN sexpr -> cmp_more
        | BY HOW MUCH IS sexpr MORETHAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESSTHAN sexpr -> cmp_less

@@ -44,7 +44,7 @@ _PRE = re.compile(r"^\s*(?:q|question|quick question|problem)\s*:\s*")
 _POST = re.compile(r"\s*\ba\s*:\s*$")
 _TOKEN = re.compile(r"""
     (?P<mixed>(?<![/\d.^])\d+\s+\d+/\d+(?![\d/.^]|\s*[\^*/]))
-  | (?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+\.\d+|\d+|(?<![\w.])\.\d+)
+  | (?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)|\d+\.\d+|\d+|(?<![\w.])\.\d+)
   | (?P<word>[a-z]+(?:'[a-z]+)?)
   | (?P<sym>\u00f7|!=|[-+*/^(),=%$?.;:!|])
   | (?P<space>\s+)
@@ -72,6 +72,8 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\b(?:as|in|into) an? (?:percent|percentage)\b", " aspercent "),
 (r"\bd\.p\.?|\bdp\b", " dp "), (r"\bs\.f\.?|\bsig\.? figs?\b|\bsignificant figures?\b", " sf "),
     (r"\bdecimal places?\b", " dp "), (r"\bon (?:the|a) number line\b", " "),
+    (r"\bsales tax\b", "tax"),  # "a $25 purchase": the amount; the noun after it names no number
+    (r"\b(?:an?\s+)?(dollarsign\s+[\d.,]*\d)\s+(?:purchase|bill|item|meal|order)\b", r" \1 "),
 ]]
 
 

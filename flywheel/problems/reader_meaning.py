@@ -373,6 +373,8 @@ M = {
     "r_dp": lambda n: Fraction(1, 10 ** int(Fraction(n.value))) if Fraction(n.value) < 20 else None,
     "pct_of": _pct_of, "pct_of_r": lambda b, a: _pct_of(a, b),
     "at_each": lambda n, q: _mul((rt.num(Fraction(n.value)), None), q),
+    "unit_price": lambda n, q: _div(q, (rt.num(Fraction(n.value)), None)),
+    "unit_price_r": lambda q, n, one: _div(q, (rt.num(Fraction(n.value)), None)) if one.value == "1" else None,
     "at_value": _subst, "let_value": lambda e: _solved(e[0]) if _plain(e) and not rt.has_var(e[0]) else None, "value_at": lambda x, e: _subst(e, x),
     "cmp_more": _cmp, "cmp_less": lambda a, b: _cmp(b, a),
     "cmp_times": _quotient, "cmp_times_r": lambda b, a: _quotient(a, b),
@@ -384,7 +386,8 @@ M = {
 _KEEP_TOKENS = {"NUM", "UNIT", "IDIOM", "FRAC1", "FRACN", "FUNC", "A", "VAR"}
 _WANT_TOKEN = {"num", "frac", "amount", "amount_more", "idiom", "idiom_and", "idiom_half", "half_idiom", "count",
                "fw", "fw_one", "mixed", "percent", "r_nearest", "r_nearest_frac", "r_dp", "r_sf", "at_each",
-               "call", "fdef", "convert", "convert_r", "var", "tdiv", "mixed_post", "pow_div", "mixed_pow", "div_chain", "amount_mixed", "c_divide", "amount_and_half"}
+               "call", "fdef", "convert", "convert_r", "var", "tdiv", "mixed_post", "pow_div", "mixed_pow", "div_chain", "amount_mixed", "c_divide", "amount_and_half",
+               "unit_price", "unit_price_r"}
 
 
 def readings(tree) -> set:
