@@ -39,6 +39,12 @@ KEYED = [  # (text, exact value)
     ("$7.50 for 3, what is the price of one?", Fraction(5, 2)),
     ("$18 shared equally by 4 people, how much each?", Fraction(9, 2)),
     ("75¢ as dollars", Fraction(3, 4)),
+    # time elapsed between clock times (past midnight with am/pm), or two hours of the 24-hour clock
+    ("how many hours from 11 pm to 7 am", Fraction(8)),
+    ("minutes between 9:15 a.m. and 10:40 a.m.", Fraction(85)),
+    ("from noon to 3:30 pm, how many hours is that?", Fraction(7, 2)),
+    ("how many hours from 9 to 17", Fraction(8)),
+    ("how many hours is it from 10pm to midnight", Fraction(2)),
 ]
 
 NEAR_MISSES = [  # (text, text of another value): never one key
@@ -50,6 +56,8 @@ NEAR_MISSES = [  # (text, text of another value): never one key
     ("what is $80 with 25% off", "how much do you save with 25% off $80?"),
     ("price of a $120 item after a 15% discount", "a 15% discount on $120"),
     ("$7.50 for 3, what is the price of one?", "$7.50 for 5, what is the price of one?"),
+    ("how many hours from 11 pm to 7 am", "how many hours from 11 pm to 7 pm"),
+    ("how many hours from 9 to 17", "how many hours from 9 to 15"),
 ]
 
 REFUSED = [
@@ -64,6 +72,10 @@ REFUSED = [
     "the quotient of 8 and 2 plus 2",
     "$7.50 for 3, what is the price of 2?",  # the price of one only
     "$80 after a 25% tax",  # a tax after adds: only a discount or "% off" is read after an amount
+    "how many hours from 10 to 6",  # no am/pm and the second before the first: 8 or 20
+    "how many hours from 6 am to 6 am",  # none or a whole day
+    "how many hours from 13 pm to 2 am",  # no such time
+    "how many meters from 9 am to 5 pm",  # not a unit of time
 ]
 
 

@@ -27,7 +27,7 @@ GRAMMAR = r"""
 %declare RECIPROCAL ABSOLUTE GO WORTH AS IN NUMBERW THEN GIVEN DOES BETWEEN RATIO FRACTIONW ASPERCENT OUT
 %declare CHANGE OFF ON TIP ITEMS SPLIT AMONG EVENLY LEAVES INTEGER SQRTSYM CBRTSYM SQRTP CBRTP WHICH OR
 %declare RAISE BE SUCH THAT MUST MODSYM FLOOR EQUATION SATISFIES NEGATE ABSF POWW DISTANCE FAR APART
-%declare DISCOUNT WITH SAVE AFTER PRICE PER
+%declare DISCOUNT WITH SAVE AFTER PRICE PER CLOCK
 
 start: (SEP | COLON)* _question (SEP | COMMA)*
 _question: ask | equation_q | functions_q
@@ -137,6 +137,8 @@ percent: (NUM | frac) (PCT | PERCENT)
 ?part: fraction_words | frac | percent
 _arg2: sexpr | expr
 _tip: TIP | DISCOUNT
+_span: FROM clock TO clock | BETWEEN clock AND clock
+clock: CLOCK NUM
 _tail: (COMMA | SEP)+ HOW MUCH IS _tip
 ?of_arg: satom | expr | WHAT -> var
 items: sexpr (COMMA sexpr)* COMMA? AND (sexpr | expr) | sexpr (COMMA sexpr)+ | sexpr (AND sexpr)+
@@ -166,6 +168,11 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | A? percent _tip (ON | OF) sexpr _tail? -> part_of | _tip OF percent ON sexpr -> part_of
         | _tip ON sexpr AT percent OFF? -> tip_at | HOW MUCH SAVE WITH percent OFF sexpr -> part_of
         // a discount takes the part off ("$80 with 25% off", "the price of $80 after a 25% discount")
+        // time elapsed between two clock times ("from 10 pm to 6 am": the next morning), or two whole hours of
+        // the 24-hour clock ("how many hours from 9 to 17", the second after the first)
+        | HOW MANY UNIT (IS IT)? _span -> elapsed | UNIT _span -> elapsed
+        | _span (COMMA | SEP)* HOW MANY UNIT IS THAT? -> elapsed_r
+        | HOW MANY UNIT (IS IT)? FROM NUM TO NUM -> elapsed_24
         | sexpr WITH percent OFF -> off_r | PRICE? OF? sexpr AFTER (A? percent DISCOUNT | percent OFF) -> off_r
         | sexpr (IN | TO | INTO | AS) UNIT -> convert | sexpr (IS | EQ) HOW MANY UNIT -> convert
         | sexpr EQ SEP* UNIT -> convert | sexpr EQ SEP* HOW MANY UNIT -> convert

@@ -165,6 +165,26 @@ def _extreme(kind: str):
     return read
 
 
+def _elapsed(unit: Token, t1: Fraction, t2: Fraction, wrap: bool = True):
+    """The time from clock time t1 to t2 (minutes after midnight) in a unit of time: past midnight when t2 is
+    not after t1 (with am/pm), refused when they are equal (no time or a whole day) or not wrapping."""
+    dim, f = unit.value.split(":")
+    if dim != "time" or t1 == t2 or (t2 < t1 and not wrap):
+        return None
+    if t2 < t1:
+        t2 += 24 * 60
+    d = rt.sub(rt.num(t2), rt.num(t1))
+    ratio = Fraction(60) / Fraction(f)
+    return (d if ratio == 1 else rt.mul(d, rt.num(ratio))), None
+
+
+def _elapsed_24(unit: Token, a: Token, b: Token):
+    h1, h2 = Fraction(a.value), Fraction(b.value)
+    if not (h1.denominator == h2.denominator == 1 and 0 <= h1 < h2 <= 24):
+        return None
+    return _elapsed(unit, h1 * 60, h2 * 60, wrap=False)
+
+
 def _quotient(a, b):
     va, vb = rt.value(a[0]), rt.value(b[0])
     if not _plain(a, b) or not vb:
@@ -373,6 +393,8 @@ M = {
     "r_dp": lambda n: Fraction(1, 10 ** int(Fraction(n.value))) if Fraction(n.value) < 20 else None,
     "pct_of": _pct_of, "pct_of_r": lambda b, a: _pct_of(a, b),
     "at_each": lambda n, q: _mul((rt.num(Fraction(n.value)), None), q),
+    "clock": lambda n: Fraction(n.value), "elapsed": _elapsed, "elapsed_r": lambda t1, t2, u: _elapsed(u, t1, t2),
+    "elapsed_24": _elapsed_24,
     "unit_price": lambda n, q: _div(q, (rt.num(Fraction(n.value)), None)),
     "unit_price_r": lambda q, n, one: _div(q, (rt.num(Fraction(n.value)), None)) if one.value == "1" else None,
     "at_value": _subst, "let_value": lambda e: _solved(e[0]) if _plain(e) and not rt.has_var(e[0]) else None, "value_at": lambda x, e: _subst(e, x),
@@ -387,7 +409,7 @@ _KEEP_TOKENS = {"NUM", "UNIT", "IDIOM", "FRAC1", "FRACN", "FUNC", "A", "VAR"}
 _WANT_TOKEN = {"num", "frac", "amount", "amount_more", "idiom", "idiom_and", "idiom_half", "half_idiom", "count",
                "fw", "fw_one", "mixed", "percent", "r_nearest", "r_nearest_frac", "r_dp", "r_sf", "at_each",
                "call", "fdef", "convert", "convert_r", "var", "tdiv", "mixed_post", "pow_div", "mixed_pow", "div_chain", "amount_mixed", "c_divide", "amount_and_half",
-               "unit_price", "unit_price_r"}
+               "unit_price", "unit_price_r", "clock", "elapsed", "elapsed_r", "elapsed_24"}
 
 
 def readings(tree) -> set:
