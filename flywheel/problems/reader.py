@@ -76,8 +76,9 @@ def key_and_value(text: str) -> tuple[str, Fraction] | None:
         if not toks or _mixed_words(toks):
             return None
         found = readings(parser_for(frozenset(t.type for t in toks)).parse(toks))
-    except (Refuse, LarkError, RecursionError, ArithmeticError, ValueError, TypeError):
-        return None  # fail closed: a text the reader cannot finish reading has no key
+    except (Refuse, LarkError, RecursionError, ArithmeticError, ValueError, TypeError, AttributeError):
+        return None  # fail closed: a text the reader cannot finish reading has no key (an AttributeError is a
+        # reading rule meeting an operand it has no meaning for: "the quotient of the cube root of 77 and 5/6")
     units = {t.value for t in toks if t.type == "UNIT"}
     keyed = set()
     kinds = {t.type for t in toks}
