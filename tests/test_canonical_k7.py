@@ -24,6 +24,18 @@ KEYED = [  # (text, exact value)
     ("which number is greater: 9 or 7", Fraction(9)),
     ("which is smaller, 3/4 or 2/3?", Fraction(2, 3)),
     ("the lesser of 5 and -2", Fraction(-2)),
+    ("is 3/4 or 2/3 larger?", Fraction(3, 4)),
+    ("what is the larger number, 3 or 5?", Fraction(5)),
+    ("the maximum of 3 and 5", Fraction(5)),
+    ("the minimum of 3 and 5", Fraction(3)),
+    # how much / how many more, by how much is a greater than b, how much does a exceed b by: a - b
+    ("how many more is 12 than 5", Fraction(7)),
+    ("how many more than 5 is 12?", Fraction(7)),
+    ("by how much is 90 larger than 25?", Fraction(65)),
+    ("by how much is 30 smaller than 48", Fraction(18)),
+    ("how much greater than 25 is 90?", Fraction(65)),
+    ("how much does 12 exceed 5 by?", Fraction(7)),
+    ("12 exceeds 5 by how much?", Fraction(7)),
     # money: a tip, tax or discount on an amount (the part), the amount with or after a discount (the rest)
     ("8% sales tax on $25", Fraction(2)),
     ("what is a 15 percent tip on a $60 bill?", Fraction(9)),
@@ -53,6 +65,9 @@ NEAR_MISSES = [  # (text, text of another value): never one key
     ("the distance between -7 and -2", "the distance between -7 and 2"),
     ("the greater of 0.65 and 0.7", "the smaller of 0.65 and 0.7"),
     ("which is bigger, 2/3 or 3/4?", "which is bigger, 2/3 or 1/4?"),
+    ("the maximum of 3 and 5", "the minimum of 3 and 5"),
+    ("by how much is 90 larger than 25?", "by how much is 90 larger than 35?"),
+    ("how many more than 5 is 12?", "how many more than 6 is 12?"),
     ("what is $80 with 25% off", "how much do you save with 25% off $80?"),
     ("price of a $120 item after a 15% discount", "a 15% discount on $120"),
     ("$7.50 for 3, what is the price of one?", "$7.50 for 5, what is the price of one?"),
@@ -64,6 +79,7 @@ REFUSED = [
     "the difference of 3 and 5",  # 3 - 5 or |3 - 5|: school algebra reads a - b
     "the difference between -3 and 5",  # likewise (tests/test_canonical_probes.py)
     "which is bigger, 2/4 or 1/2",  # equal: either, or "neither"
+    "how many more is 5 than 12",  # a negative "how many more": -7 or 7
     "the larger of 3 km and 500 m",  # amounts: max is read on plain numbers only
     # a second operand in words may run on: max(5, 3) + 1 = 6 or max(5, 3 + 1) = 5; (9 - 2) + 3 or 9 - (2 + 3)
     "the greater of 5 and 3 plus 1",

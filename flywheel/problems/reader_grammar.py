@@ -27,7 +27,7 @@ GRAMMAR = r"""
 %declare RECIPROCAL ABSOLUTE GO WORTH AS IN NUMBERW THEN GIVEN DOES BETWEEN RATIO FRACTIONW ASPERCENT OUT
 %declare CHANGE OFF ON TIP ITEMS SPLIT AMONG EVENLY LEAVES INTEGER SQRTSYM CBRTSYM SQRTP CBRTP WHICH OR
 %declare RAISE BE SUCH THAT MUST MODSYM FLOOR EQUATION SATISFIES NEGATE ABSF POWW DISTANCE FAR APART
-%declare DISCOUNT WITH SAVE AFTER PRICE PER CLOCK
+%declare DISCOUNT WITH SAVE AFTER PRICE PER CLOCK MAXIMUM MINIMUM
 
 start: (SEP | COLON)* _question (SEP | COMMA)*
 _question: ask | equation_q | functions_q
@@ -123,7 +123,7 @@ percent: (NUM | frac) (PCT | PERCENT)
       // 3" stays refused: 2 - 3 in school algebra, |2 - 3| in speech)
       | DISTANCE BETWEEN sexpr AND _arg2 -> distance | HOW FAR APART IS sexpr AND _arg2 -> distance
       // "the greater of a and b", "the smaller of a and b": max, min (two equal numbers: no key)
-      | MORE OF sexpr AND _arg2 -> maximum | LESS OF sexpr AND _arg2 -> minimum
+      | (MORE | MAXIMUM) OF sexpr AND _arg2 -> maximum | (LESS | MINIMUM) OF sexpr AND _arg2 -> minimum
       | QUOTIENT OF sexpr (AND | DIVBY) _arg2 -> quotient | RATIO OF sexpr TO _arg2 -> quotient
       | (MEAN OF | MEAN) items -> mean | MEDIAN OF items -> median
       | (SQUARE OF | SQUARE) of_arg -> square | (CUBE OF | CUBE) of_arg -> cube
@@ -191,7 +191,15 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         // the price of one: "price per item if 3 cost $7.50", "$7.50 for 3, what is the price of one?"
         | PRICE PER ITEMS IF NUM ITEMS? COST sexpr -> unit_price
         | sexpr FOR NUM ITEMS? (COMMA | SEP)* WHAT IS PRICE OF NUM -> unit_price_r
-?compare: HOW MUCH MORE IS sexpr THAN sexpr -> cmp_more | HOW MUCH LESS IS sexpr THAN sexpr -> cmp_less
+?compare: HOW (MUCH | MANY) MORE IS sexpr THAN sexpr -> cmp_more | HOW MUCH LESS IS sexpr THAN sexpr -> cmp_less
+       | BY HOW MUCH IS sexpr MORE THAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESS THAN sexpr -> cmp_less
+       | HOW (MUCH | MANY) MORE THAN sexpr IS sexpr -> cmp_less | HOW MUCH LESS THAN sexpr IS sexpr -> cmp_more
+       | HOW MUCH DOES sexpr EXCEED sexpr BY -> cmp_more | sexpr EXCEED sexpr BY HOW MUCH -> cmp_more
+       | HOW MANY MORETHAN sexpr IS sexpr -> cmp_less
+       // "is a or b larger?", "what is the larger number, a or b?", "the maximum of a and b"
+       | IS sexpr OR sexpr MORE -> maximum | IS sexpr OR sexpr LESS -> minimum
+       | WHAT IS MORE NUMBERW (COMMA | COLON)? sexpr OR _arg2 -> maximum
+       | WHAT IS LESS NUMBERW (COMMA | COLON)? sexpr OR _arg2 -> minimum
        | BY HOW MUCH DOES? sexpr EXCEED sexpr -> cmp_more | sexpr IS HOW MUCH MORETHAN sexpr -> cmp_more
        | BY HOW MUCH IS sexpr MORETHAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESSTHAN sexpr -> cmp_less
        | HOW MUCH LESSTHAN sexpr IS sexpr -> cmp_more | HOW MUCH MORETHAN sexpr IS sexpr -> cmp_less

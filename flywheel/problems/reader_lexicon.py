@@ -96,5 +96,5 @@ WORDS = {
     "dividing": "DIVIDE", "taking": "TAKE", "negate": "NEGATE", "absf": "ABSF", "equation": "EQUATION", "satisfies": "SATISFIES", "satisfy": "SATISFIES", "raise": "RAISE", "be": "BE", "such": "SUCH", "that": "THAT", "must": "MUST",
     "should": "MUST", "distance": "DISTANCE", "far": "FAR", "apart": "APART", "lesser": "LESS", "with": "WITH", "save": "SAVE",
     "after": "AFTER", "price": "PRICE", "per": "PER", "item": "ITEMS", "thing": "ITEMS",
-    "clockat": "CLOCK",
+    "clockat": "CLOCK", "maximum": "MAXIMUM", "max": "MAXIMUM", "minimum": "MINIMUM",
 }
