@@ -51,12 +51,21 @@ KEYED = [  # (text, exact value)
     ("$7.50 for 3, what is the price of one?", Fraction(5, 2)),
     ("$18 shared equally by 4 people, how much each?", Fraction(9, 2)),
     ("75¢ as dollars", Fraction(3, 4)),
+    ("$25 plus 8% tax", Fraction(27)),
+    ("$40 with a 15% tip", Fraction(46)),
+    ("what is 20% off of $50", Fraction(40)),
+    ("$45 split 3 ways", Fraction(15)),
     # time elapsed between clock times (past midnight with am/pm), or two hours of the 24-hour clock
     ("how many hours from 11 pm to 7 am", Fraction(8)),
     ("minutes between 9:15 a.m. and 10:40 a.m.", Fraction(85)),
     ("from noon to 3:30 pm, how many hours is that?", Fraction(7, 2)),
     ("how many hours from 9 to 17", Fraction(8)),
     ("how many hours is it from 10pm to midnight", Fraction(2)),
+    ("how long is it from 9 am to 5 pm in hours", Fraction(8)),
+    # half a unit, a unit changed to another
+    ("half an hour in minutes", Fraction(30)),
+    ("how many hours in half a day", Fraction(12)),
+    ("change 180 minutes to hours", Fraction(3)),
 ]
 
 NEAR_MISSES = [  # (text, text of another value): never one key
@@ -73,6 +82,8 @@ NEAR_MISSES = [  # (text, text of another value): never one key
     ("$7.50 for 3, what is the price of one?", "$7.50 for 5, what is the price of one?"),
     ("how many hours from 11 pm to 7 am", "how many hours from 11 pm to 7 pm"),
     ("how many hours from 9 to 17", "how many hours from 9 to 15"),
+    ("$25 plus 8% tax", "8% tax on $25"),
+    ("half an hour in minutes", "half a day in minutes"),
 ]
 
 REFUSED = [
@@ -92,6 +103,7 @@ REFUSED = [
     "how many hours from 6 am to 6 am",  # none or a whole day
     "how many hours from 13 pm to 2 am",  # no such time
     "how many meters from 9 am to 5 pm",  # not a unit of time
+    "$40 with a 15% discount",  # only a tip or tax is added
 ]
 
 

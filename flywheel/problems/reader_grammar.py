@@ -27,7 +27,7 @@ GRAMMAR = r"""
 %declare RECIPROCAL ABSOLUTE GO WORTH AS IN NUMBERW THEN GIVEN DOES BETWEEN RATIO FRACTIONW ASPERCENT OUT
 %declare CHANGE OFF ON TIP ITEMS SPLIT AMONG EVENLY LEAVES INTEGER SQRTSYM CBRTSYM SQRTP CBRTP WHICH OR
 %declare RAISE BE SUCH THAT MUST MODSYM FLOOR EQUATION SATISFIES NEGATE ABSF POWW DISTANCE FAR APART
-%declare DISCOUNT WITH SAVE AFTER PRICE PER CLOCK MAXIMUM MINIMUM
+%declare DISCOUNT WITH SAVE AFTER PRICE PER CLOCK MAXIMUM MINIMUM WAYS LONG
 
 start: (SEP | COLON)* _question (SEP | COMMA)*
 _question: ask | equation_q | functions_q
@@ -104,6 +104,7 @@ call: FUNC LP expr RP
         | count? IDIOM AND NUM -> idiom_and
         | FRAC1 A IDIOM -> half_idiom | A FRAC1 IDIOM -> half_idiom
         | A UNIT AND A FRAC1 -> amount_and_half
+        | FRAC1 A UNIT -> part_unit
         | quantity (COMMA quantity)* COMMA? AND quantity -> amount_list
         | fraction_words
         | NUM AND fraction_words -> mixed | NUM AND frac -> mixed | NUM AND fraction_words post -> mixed_post
@@ -151,7 +152,7 @@ items: sexpr (COMMA sexpr)* COMMA? AND (sexpr | expr) | sexpr (COMMA sexpr)+ | s
        | DIVIDE sexpr INTO sneg -> c_divide_into
        | (DOUBLE | TWICE) sneg -> twice | TRIPLE sneg -> thrice | HALVE sneg -> c_halve
        | SQUARE sneg -> square | CUBE sneg -> cube | NEGATE sneg -> opposite
-       | CONVERT sexpr (TO | IN | INTO) UNIT -> convert
+       | (CONVERT | CHANGE) sexpr (TO | IN | INTO) UNIT -> convert
        | ROUND sexpr TO rounding -> round | sexpr ROUNDED TO rounding -> round
        | sexpr TO rounding -> round
        | INCREASE sexpr BY sneg -> increase | DECREASE sexpr BY sneg -> decrease
@@ -173,6 +174,10 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | HOW MANY UNIT (IS IT)? _span -> elapsed | UNIT _span -> elapsed
         | _span (COMMA | SEP)* HOW MANY UNIT IS THAT? -> elapsed_r
         | HOW MANY UNIT (IS IT)? FROM NUM TO NUM -> elapsed_24
+        | HOW LONG IS IT? _span IN UNIT -> elapsed_r
+        // a tip or tax added: "$25 plus 8% tax", "$40 with a 15% tip"
+        | sexpr (PLUS | WITH) A? percent TIP -> plus_part | percent OFF OF sexpr -> off
+        | sexpr SPLIT NUM WAYS -> c_divide
         | sexpr WITH percent OFF -> off_r | PRICE? OF? sexpr AFTER (A? percent DISCOUNT | percent OFF) -> off_r
         | sexpr (IN | TO | INTO | AS) UNIT -> convert | sexpr (IS | EQ) HOW MANY UNIT -> convert
         | sexpr EQ SEP* UNIT -> convert | sexpr EQ SEP* HOW MANY UNIT -> convert

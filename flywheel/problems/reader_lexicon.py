@@ -97,4 +97,5 @@ WORDS = {
     "should": "MUST", "distance": "DISTANCE", "far": "FAR", "apart": "APART", "lesser": "LESS", "with": "WITH", "save": "SAVE",
     "after": "AFTER", "price": "PRICE", "per": "PER", "item": "ITEMS", "thing": "ITEMS",
     "clockat": "CLOCK", "maximum": "MAXIMUM", "max": "MAXIMUM", "minimum": "MINIMUM",
+    "ways": "WAYS", "long": "LONG",
 }

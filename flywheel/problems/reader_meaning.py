@@ -395,6 +395,8 @@ M = {
     "at_each": lambda n, q: _mul((rt.num(Fraction(n.value)), None), q),
     "clock": lambda n: Fraction(n.value), "elapsed": _elapsed, "elapsed_r": lambda t1, t2, u: _elapsed(u, t1, t2),
     "elapsed_24": _elapsed_24,
+    "plus_part": lambda a, p: _relative(a, p, 1),
+    "part_unit": lambda f, _a, u: _mul((rt.num(Fraction(1, int(f.value))), None), _amount(ONE_T, u)),
     "unit_price": lambda n, q: _div(q, (rt.num(Fraction(n.value)), None)),
     "unit_price_r": lambda q, n, one: _div(q, (rt.num(Fraction(n.value)), None)) if one.value == "1" else None,
     "at_value": _subst, "let_value": lambda e: _solved(e[0]) if _plain(e) and not rt.has_var(e[0]) else None, "value_at": lambda x, e: _subst(e, x),
@@ -409,7 +411,8 @@ _KEEP_TOKENS = {"NUM", "UNIT", "IDIOM", "FRAC1", "FRACN", "FUNC", "A", "VAR"}
 _WANT_TOKEN = {"num", "frac", "amount", "amount_more", "idiom", "idiom_and", "idiom_half", "half_idiom", "count",
                "fw", "fw_one", "mixed", "percent", "r_nearest", "r_nearest_frac", "r_dp", "r_sf", "at_each",
                "call", "fdef", "convert", "convert_r", "var", "tdiv", "mixed_post", "pow_div", "mixed_pow", "div_chain", "amount_mixed", "c_divide", "amount_and_half",
-               "unit_price", "unit_price_r", "clock", "elapsed", "elapsed_r", "elapsed_24"}
+               "unit_price", "unit_price_r", "clock", "elapsed", "elapsed_r", "elapsed_24",
+               "part_unit"}
 
 
 def readings(tree) -> set:
