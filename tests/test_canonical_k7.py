@@ -49,6 +49,8 @@ KEYED = [  # (text, exact value)
     ("cost of six things at 1.50 dollars apiece", Fraction(9)),
     ("price per item if 4 cost $9", Fraction(9, 4)),
     ("$7.50 for 3, what is the price of one?", Fraction(5, 2)),
+    ("how much does one cost if 4 items cost $10?", Fraction(5, 2)),
+    ("if 3 things cost $4.50, what does one cost?", Fraction(3, 2)),
     ("$18 shared equally by 4 people, how much each?", Fraction(9, 2)),
     ("75¢ as dollars", Fraction(3, 4)),
     ("$25 plus 8% tax", Fraction(27)),
@@ -98,6 +100,7 @@ REFUSED = [
     "the distance between 5 and 3 plus 1",
     "the quotient of 8 and 2 plus 2",
     "$7.50 for 3, what is the price of 2?",  # the price of one only
+    "if 3 things cost $4.50, what does 2 cost?",
     "$80 after a 25% tax",  # a tax after adds: only a discount or "% off" is read after an amount
     "how many hours from 10 to 6",  # no am/pm and the second before the first: 8 or 20
     "how many hours from 6 am to 6 am",  # none or a whole day

@@ -196,6 +196,8 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         // the price of one: "price per item if 3 cost $7.50", "$7.50 for 3, what is the price of one?"
         | PRICE PER ITEMS IF NUM ITEMS? COST sexpr -> unit_price
         | sexpr FOR NUM ITEMS? (COMMA | SEP)* WHAT IS PRICE OF NUM -> unit_price_r
+        | (WHAT IS PRICE OF NUM | HOW MUCH DOES NUM COST) IF NUM ITEMS? COST sexpr -> unit_price_one
+        | IF NUM ITEMS? COST sexpr (COMMA | SEP)* (WHAT IS PRICE OF NUM | (HOW MUCH | WHAT) DOES NUM COST) -> unit_price_if
 ?compare: HOW (MUCH | MANY) MORE IS sexpr THAN sexpr -> cmp_more | HOW MUCH LESS IS sexpr THAN sexpr -> cmp_less
        | BY HOW MUCH IS sexpr MORE THAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESS THAN sexpr -> cmp_less
        | HOW (MUCH | MANY) MORE THAN sexpr IS sexpr -> cmp_less | HOW MUCH LESS THAN sexpr IS sexpr -> cmp_more

@@ -399,6 +399,8 @@ M = {
     "part_unit": lambda f, _a, u: _mul((rt.num(Fraction(1, int(f.value))), None), _amount(ONE_T, u)),
     "unit_price": lambda n, q: _div(q, (rt.num(Fraction(n.value)), None)),
     "unit_price_r": lambda q, n, one: _div(q, (rt.num(Fraction(n.value)), None)) if one.value == "1" else None,
+    "unit_price_one": lambda one, n, q: M["unit_price_r"](q, n, one),
+    "unit_price_if": lambda n, q, one: M["unit_price_r"](q, n, one),
     "at_value": _subst, "let_value": lambda e: _solved(e[0]) if _plain(e) and not rt.has_var(e[0]) else None, "value_at": lambda x, e: _subst(e, x),
     "cmp_more": _cmp, "cmp_less": lambda a, b: _cmp(b, a),
     "cmp_times": _quotient, "cmp_times_r": lambda b, a: _quotient(a, b),
@@ -412,7 +414,7 @@ _WANT_TOKEN = {"num", "frac", "amount", "amount_more", "idiom", "idiom_and", "id
                "fw", "fw_one", "mixed", "percent", "r_nearest", "r_nearest_frac", "r_dp", "r_sf", "at_each",
                "call", "fdef", "convert", "convert_r", "var", "tdiv", "mixed_post", "pow_div", "mixed_pow", "div_chain", "amount_mixed", "c_divide", "amount_and_half",
                "unit_price", "unit_price_r", "clock", "elapsed", "elapsed_r", "elapsed_24",
-               "part_unit"}
+               "part_unit", "unit_price_one", "unit_price_if"}
 
 
 def readings(tree) -> set:
