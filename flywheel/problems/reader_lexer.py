@@ -52,6 +52,14 @@ _TOKEN = re.compile(r"""
 _SYMS = {"+": "PLUSS", "-": "DASH", "*": "STAR", "/": "SLASH", "\u00f7": "SLASH", "^": "CARET", "(": "LP",
          ")": "RP", ",": "COMMA", "=": "EQ", "%": "PCT", "?": "SEP", ".": "SEP", ";": "SEP", ":": "COLON",
          "|": "BAR"}
+def _clock(m: re.Match) -> str:
+    """'10 pm', '6:30 a.m.': ' clockat <minutes after midnight> ' (an hour past 12: an unknown word, no key)."""
+    h, mins = int(m.group(1)), int(m.group(2) or 0)
+    if not 1 <= h <= 12:
+        return " badclock "
+    return f" clockat {(h % 12 + (12 if m.group(3) == 'p' else 0)) * 60 + mins} "
+
+
 _PHRASES = [(re.compile(p), r) for p, r in [
     (r"^\s*(?:please )?(?:state|give|find|solve|compute|calculate|evaluate|answer)(?: the final answer to)? the"
      r" following(?: [a-z]+){0,2}\s*:", " "),
@@ -72,6 +80,10 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\b(?:as|in|into) an? (?:percent|percentage)\b", " aspercent "),
 (r"\bd\.p\.?|\bdp\b", " dp "), (r"\bs\.f\.?|\bsig\.? figs?\b|\bsignificant figures?\b", " sf "),
     (r"\bdecimal places?\b", " dp "), (r"\bon (?:the|a) number line\b", " "),
+    (r"\b(\d{1,2})(?::([0-5]\d))?\s*([ap])\.?\s?m\b\.?", _clock), (r"\bnoon\b", " clockat 720 "),
+    (r"\bmidnight\b", " clockat 0 "),
+    (r"\bsales tax\b", "tax"),  # "a $25 purchase": the amount; the noun after it names no number
+    (r"\b(?:an?\s+)?(dollarsign\s+[\d.,]*\d)\s+(?:purchase|bill|item|meal|order)\b", r" \1 "),
 ]]
 
 
