@@ -121,7 +121,8 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
     sampling = SamplingConfig(k=args.k, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
                               sampler=args.sampler, batch_rows=args.batch_rows)
     config = LoopConfig(limit=args.limit, sampling=sampling, round_size=args.round_size or LoopConfig.round_size,
-                        problems_per_call=args.problems_per_call, store_budget=args.store_budget)
+                        problems_per_call=args.problems_per_call, store_budget=args.store_budget,
+                        gold_solutions=args.gold_solutions)
     cluster.start(args.model, paths, args.address)
     try:
         workers = WorkerSpec(args.model, str(paths.models), args.generators, args.chain_max_tokens, args.device,

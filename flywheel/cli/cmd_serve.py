@@ -111,8 +111,9 @@ def _serve(args, paths, catalog, store, token, learn, embedded) -> int:
         if learn:  # the learner is started (and restarted) by its supervisor, whose state the replicas report
             sampling = SamplingConfig(k=args.k, max_tokens=args.max_tokens, temperature=args.temperature,
                                       seed=args.seed)
+            loop = LoopConfig(sampling=sampling, store_budget=args.store_budget, gold_solutions=args.gold_solutions)
             supervisor = LearnerSupervisor.options(max_restarts=-1).remote(
-                (args.model, str(paths.models), catalog.url, str(store.root), LoopConfig(sampling=sampling, store_budget=args.store_budget),
+                (args.model, str(paths.models), catalog.url, str(store.root), loop,
                  args.generators, args.chain_max_tokens, args.device, config.learner_poll_seconds,
                  str(paths.root) if embedded else None), {"ram_tier_bytes": args.ram_tier, "kernel_mode": args.kernel_mode})
         api = GalahadApi.options(

@@ -112,6 +112,9 @@ def add_learner_flags(p: argparse.ArgumentParser, role: str = "", seed_help: str
                    help=f"{role}where generators run; auto: cuda when the Ray cluster has GPUs (artifacts graft "
                         "only under the same device)")
     p.add_argument("--address", default=None, help="join an existing Ray cluster (host:port)")
+    p.add_argument("--no-gold-solutions", dest="gold_solutions", action="store_false",
+                   help=f"{role}a problem no sample verifies is marked failed, even when its gold is trusted "
+                        "(default: its computed gold is deposited as a gold solution)")
     p.add_argument("--store-budget", type=byte_size, default=DEFAULTS.loop.store_budget, metavar="SIZE",
                    help=f"{role}after each drain, evict the least recently grafted blobs until the store's "
                         "artifacts fit SIZE (e.g. 20G, 500M; rows, tokens and verdicts stay; an evicted "
