@@ -33,11 +33,11 @@ POLICY = """What the generator calls undefined or ambiguous (tests/textgen_rende
   postfix word after, an infix phrase ("twice 3 plus 4", "the sum of 2 and 3 squared", "1 - 17 squared"); a power
   after a negative number ("-5^2", "negative five squared"); a written power after a digit fraction or mixed
   number ("3/4^2", "2 1/2^2", "7 \\frac{3}{5}^{3}"); any operator after a word mixed number ("two and a half
-  squared", "twice two and a half"); "8^1/3", "6 / 3/4"; "a / b * c";
+  squared", "twice two and a half"); "8^1/3", "6 / 3/4";
   "2^3^2"; a fraction with more than / less than / increased by / decreased by ("a third less than 6": 17/3 or
   4); "80 plus 15%"; "the difference between a and b" with a < b; "the quotient of a and b" and "how many times
   does b go into a" where whole numbers do not divide.
-- one value: a digit fraction or mixed number is one number to words ("3/4 squared" = 9/16, "6 divided by
+- one value: same-level symbols left to right ("8 / 2 * 4" = 16); a digit fraction or mixed number is one number to words ("3/4 squared" = 9/16, "6 divided by
   3/4" = 8), so is a counted idiom ("two dozen squared" = 576); a written power is one unit ("2^3 doubled" = 16);
   "3 \\frac{1}{4}" = 13/4; an amount in cents may be answered in dollars (both accepted)."""
 

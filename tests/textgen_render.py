@@ -231,10 +231,8 @@ def _chain(ph, tpl, fs, side, ch, ro, out) -> set:
         return out | {pw(x, pw(y, z)) for x in ra for y in rb for z in ro}  # "2^3^2"
     if B1.form in ("tight", "braced") or ph.form == "braced":
         return out
-    if ph.form in ("sym", "tight") and B1.form == "sym":  # school precedence (parentheses put by the composer)
-        if side == "first" and B1.op == "/" and ph.op == "*":
-            out |= {div(x, mul(y, z)) for x in ra for y in rb for z in ro}  # "8 / 2 * 4"
-        return out
+    if ph.form in ("sym", "tight") and B1.form == "sym":  # school precedence (parentheses put by the composer);
+        return out  # same-level symbols left to right: "8 / 2 * 4" = 16 (the lead's ruling, 2026-12-07)
     if side == "first":
         if ph.form in ("closed", "imp") or (B1.form != "closed" and _natural(ch[1], tpl)):
             return out
