@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import recurrence
 from local_depositor import LocalDepositor
 from serve_harness import serve_env, serving
 
@@ -80,9 +81,9 @@ def test_memory_learned_in_codes_mode_grafts_in_codes_mode_and_is_foreign_to_sto
     stock_solver = Solver(Engine(load_model("tiny", model_cache, DEFAULT_RUNTIME), DEFAULT_RUNTIME), dep.catalog,
                           dep.store)
     for text, _ in PROBLEMS:
-        ans = codes_solver.recurrence(text)
+        ans = recurrence(codes_solver, text)
         assert ans is not None and ans.grafted_artifacts  # its own recall artifact, grafted
-        assert stock_solver.recurrence(text) is None  # made under another runtime: never grafted
+        assert recurrence(stock_solver, text) is None  # made under another runtime: never grafted
         note = stock_solver.foreign_note(text)
         assert note and "kernel_mode" in note and "recompile" in note
 

@@ -319,7 +319,7 @@ def test_run_then_solve_with_an_s3_store(seaweed, request, tmp_path, model_cache
                           env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert not list((data / "store-cache").glob("??/??/*"))
-    proc = subprocess.run([*galahad, "solve", "--model", "tiny", "--store", url, text, "--json"],
+    proc = subprocess.run([*galahad, "solve", "--model", "tiny", "--store", url, text, "--answer-policy", "model", "--json"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ans = json.loads(proc.stdout)
