@@ -14,7 +14,8 @@ generators' own time on the attempts (prompt prefill and decode, summed from the
 seconds), so `sampling_speedup` is the samplers' ratio without the loop's verification, SQL and deposits,
 which neither sampler changes. Verified counts are reported for both: sampling is seeded per sample, but
 the two samplers run different GEMM shapes, so the same seed may draw a different token where two
-candidates are nearly tied; the counts show whether that moved anything. The machine's load (`uptime`)
+candidates are nearly tied; the counts show whether that moved anything. Gold solutions are off: a problem
+no sample verifies would otherwise be deposited from its gold, with no sampling to time. The machine's load (`uptime`)
 before and after is part of the output.
 """
 
@@ -42,7 +43,7 @@ def one(sampler: str, args, env, kernel_mode: str = "stock") -> dict:
                            "--limit", str(args.limit), "--k", str(args.k), "--round-size", str(args.round_size),
                            "--problems-per-call", str(args.problems_per_call),
                            "--generators", str(args.generators), "--sampler", sampler,
-                           "--kernel-mode", kernel_mode, "--no-progress", "--json"], capture_output=True, text=True, env=env)
+                           "--kernel-mode", kernel_mode, "--no-gold-solutions", "--no-progress", "--json"], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         sys.exit(f"run with the {sampler} sampler ({kernel_mode} kernels) failed: {proc.stderr[-500:]}")
@@ -54,7 +55,7 @@ def one(sampler: str, args, env, kernel_mode: str = "stock") -> dict:
             "tokens_per_s": s["tokens_spent"] / secs, "verified_per_hour": s["verified"] / (secs / 3600),
             "problems_per_hour": s["problems"] / (secs / 3600),
             "sampling_seconds": round(s["sampling_seconds"], 1),
-            "sampling_attempts_per_s": s["attempted"] / s["sampling_seconds"]}
+            "sampling_attempts_per_s": s["attempted"] / max(s["sampling_seconds"], 1e-9)}
 
 
 def main() -> int:
@@ -103,8 +104,8 @@ def main() -> int:
 
     out["speedup"] = (total(other, "attempted") / total(other, "loop_seconds")) / (
         total(base, "attempted") / total(base, "loop_seconds"))
-    out["sampling_speedup"] = (total(other, "attempted") / total(other, "sampling_seconds")) / (
-        total(base, "attempted") / total(base, "sampling_seconds"))
+    out["sampling_speedup"] = (total(other, "attempted") / max(total(other, "sampling_seconds"), 1e-9)) / max(
+        total(base, "attempted") / max(total(base, "sampling_seconds"), 1e-9), 1e-9)
     out["verified_per_hour_ratio"] = (total(other, "verified") / total(other, "loop_seconds")) / max(
         total(base, "verified") / total(base, "loop_seconds"), 1e-9)
     base, other = base[0], other[0]
