@@ -15,8 +15,11 @@ as `serve` resolves it); `--misses` problems of the same families are not in mem
      (a miss: the base model's few-shot answer) over HTTP on the same replica: `base_over_hit`. Each reply's
      `Server-Timing` header (`flywheel/service/request.py`) gives the replica's stages; `outside_replica` is
      the client's time less the replica's (the HTTP hops and Serve's proxy -> replica handle). Each
-     problem's first hit is grafted and decoded by the replica (`hit_http_cold_*`); later ones are read
-     from its recall memo (`service/recall_memo.py`: the same bytes), which is what `hit_http_*` measures.
+     problem's first hit on the fresh replica (`hit_http_cold_*`) reads the decode the depositor stored
+     beside its recall artifact (`catalog.recall_answers`: no forward pass); the same hit asked with
+     `model_decode` is grafted and decoded now (`hit_http_model_decode_*`), and both answers must be the
+     in-process walk's, byte for byte; later hits are read from the replica's recall memo
+     (`service/recall_memo.py`), which is what `hit_http_*` measures.
      Run it at the replica's priority (no `nice`): Serve's replica runs at nice 0, and the in-process side
      must not be starved by it;
   2. one client looping hits and misses for `--single-seconds`: requests/s;
@@ -55,10 +58,13 @@ def pick(n_hits: int, n_misses: int) -> tuple[list, list]:
     return hits, rest[:n_misses]
 
 
-def post(url: str, text: str, model: str | None = None, stages: dict | None = None) -> tuple[float, dict]:
-    """`/v1/solve`, or with `model` the same problem as one user message to `/v1/chat/completions`; with
-    `stages`, the reply's Server-Timing stages (ms) are put in it, and `outside_replica` (ms)."""
-    body = {"problem": text} if model is None else {"model": model, "messages": [{"role": "user", "content": text}]}
+def post(url: str, text: str, model: str | None = None, stages: dict | None = None,
+         extra: dict | None = None) -> tuple[float, dict]:
+    """`/v1/solve` (with `extra` fields), or with `model` the same problem as one user message to
+    `/v1/chat/completions`; with `stages`, the reply's Server-Timing stages (ms) are put in it, and
+    `outside_replica` (ms)."""
+    body = {"problem": text, **(extra or {})} if model is None else {
+        "model": model, "messages": [{"role": "user", "content": text}]}
     req = urllib.request.Request(url + ("/v1/solve" if model is None else "/v1/chat/completions"), method="POST",
                                  data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     t0 = time.perf_counter()
@@ -163,15 +169,20 @@ def main() -> int:
         catalog = Catalog(f"sqlite:///{data / 'catalog.sqlite3'}")
         solver = Solver(engine_for(args.model, Paths.resolve(data), mode), catalog, open_store(str(data / "store")))
         # warm both sides once per problem, and keep as "hits" only what both answer by recurrence
-        recurring, cold_s, cold_stages = [], [], []
-        for p in hits:  # each problem's first hit over HTTP: grafted and decoded (not yet in the replica's memo)
+        recurring, cold_s, cold_stages, decoded_s, decoded_stages, cold_from = [], [], [], [], [], []
+        for p in hits:  # each problem's first hit over HTTP: the stored decode (not yet in the replica's memo)
             local = solver.solve(p.problem)
-            seen: dict = {}
+            seen, fresh = {}, {}
             dt, body = post(server.url, p.problem, None, seen)
+            dt2, again = post(server.url, p.problem, None, fresh, {"model_decode": True})  # grafted, decoded now
             if local.path == "hash" and local.verified and body["path"] == "hash":
+                assert body["answer"] == again["answer"] == local.answer, (body, again, local)
                 recurring.append(p)
                 cold_s.append(dt)
                 cold_stages.append(seen)
+                cold_from.append(body["answer_from"])
+                decoded_s.append(dt2)
+                decoded_stages.append(fresh)
         if not recurring:
             sys.exit("no seeded problem is answered by recurrence: nothing to compare")
         for p in recurring:  # warm the chat route too
@@ -179,7 +190,8 @@ def main() -> int:
         for m in misses:  # and the base route (its few-shot prefix is prefilled once per process)
             post(server.url, m.problem)
         http_s, local_s, chat_s, base_s, tokens, base_tokens = [], [], [], [], [], []
-        stages: dict[str, list[dict]] = {"solve": [], "chat": [], "base": [], "cold": cold_stages}
+        stages: dict[str, list[dict]] = {"solve": [], "chat": [], "base": [], "cold": cold_stages,
+                                         "model_decode": decoded_stages}
         for r in range(args.reps):
             for i, p in enumerate(recurring):
                 t = time.perf_counter()
@@ -201,7 +213,7 @@ def main() -> int:
                 m = misses[(r * len(recurring) + i) % len(misses)]
                 seen = {}
                 dt, body = post(server.url, m.problem, None, seen)
-                if body["path"] == "base":
+                if body["path"] in ("base", "computed"):  # the base route answered (computed: then refuted)
                     base_s.append(dt)
                     base_tokens.append(body["decode_tokens"])
                     stages["base"].append(seen)
@@ -221,8 +233,11 @@ def main() -> int:
         "hit_http_p50_s": round(hit, 4), "hit_pairs": len(http_s), "hit_decode_tokens_max": max(tokens),
         "hit_in_process_p50_s": round(local, 4),  # Solver.solve in this process, the same problems
         "hit_http_over_in_process": round(hit / local, 3),
-        # each problem's first hit (the replica grafts and decodes it; later ones are read from its recall memo)
-        "hit_http_cold_p50_s": round(statistics.median(cold_s), 4),
+        # each problem's first hit on the fresh replica (the stored decode: `answer_from`), and the same hit
+        # grafted and decoded now (`model_decode`); later hits are read from the replica's recall memo
+        "hit_http_cold_p50_s": round(statistics.median(cold_s), 4), "hit_cold_answer_from": sorted(set(cold_from)),
+        "hit_http_model_decode_p50_s": round(statistics.median(decoded_s), 4),
+        "base_over_model_decode_hit": round(base / statistics.median(decoded_s), 3),
         "hit_http_cold_over_in_process": round(statistics.median(cold_s) / local, 3),
         "base_over_cold_hit": round(base / statistics.median(cold_s), 3),
         "base_http_p50_s": round(base, 4), "base_answers": len(base_s),

@@ -17,6 +17,7 @@ from galahad.workers.runtime import pin_process_env
 pin_process_env()
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # test infrastructure (netns_cluster) lives here
 
+import contextlib  # noqa: E402
 import os  # noqa: E402
 import uuid  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
@@ -100,6 +101,26 @@ def model_cache():
 # --- catalog fixtures ---
 PG_ADMIN_URL = os.environ.get("GALAHAD_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 BACKENDS = ("sqlite", "postgresql")
+
+
+@contextlib.contextmanager
+def served_catalog(backend: str, data: Path) -> Iterator[tuple[str, list[str]]]:
+    """(catalog URL, the `serve`/`run` flags that point at it) for a data dir `data`: its SQLite catalog, or a
+    fresh PostgreSQL database (with the store in `data/store`), dropped afterwards."""
+    if backend == "sqlite":
+        yield f"sqlite:///{data / 'catalog.sqlite3'}", []
+        return
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 10})
+    name = f"galahad_test_{uuid.uuid4().hex[:16]}"
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    try:
+        url = make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+        yield url, ["--catalog", url, "--store", str(data / "store")]
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
 
 
 @pytest.fixture

@@ -46,13 +46,13 @@ def setup(local_ray, tmp_path, model_cache):
     assert ray.get(actor.__ray_call__.remote(lambda self: self.store.ram.capacity)) == 7 << 20
     deposits = LibraryDeposits(catalog, store, remote_prefill(actor))
     deposits.prefill = _never_waits  # every background request, the recall deposit's too, goes by a ref
-    bg = BackgroundDeposits(deposits, lambda seg, tail, extra: actor.deposit.remote(seg, tail, extra), fetch_span)
+    bg = BackgroundDeposits(deposits, lambda seg, tail, extra, recall_of=None: actor.deposit.remote(seg, tail, extra, recall_of), fetch_span)
     yield catalog, store, bg, url, tmp_path
     ray.kill(actor)
     catalog.close()
 
 
-def _never_waits(segment, tail, extra):
+def _never_waits(segment, tail, extra, recall_of=None):
     raise AssertionError("a background deposit waited on a prefill")
 
 

@@ -30,9 +30,9 @@ def _wheel(dep, catalog, store, config: LoopConfig) -> Flywheel:
     spans: dict[int, object] = {}
     refs = itertools.count()
 
-    def submit(segment, tail, extra):
+    def submit(segment, tail, extra, recall_of=None):
         ref = next(refs)
-        spans[ref] = dep.prefill(segment, tail, extra)
+        spans[ref] = dep.prefill(segment, tail, extra, recall_of)
         return ref
 
     wheel.background = BackgroundDeposits(dep, submit, spans.pop)

@@ -63,9 +63,9 @@ def test_a_chain_conflict_is_retried_and_other_errors_are_not(depositor, tmp_pat
     depositor.deposit(a, a["answer"], _verified(cat, a))
     calls = []
 
-    def racing_prefill(segment, tail, extra):
+    def racing_prefill(segment, tail, extra, recall_of=None):
         calls.append(tail)
-        span = depositor.worker.deposit(segment, tail, extra)
+        span = depositor.worker.deposit(segment, tail, extra, recall_of)
         if len(calls) == 1:  # another job appends to the same library between our prefill and our commit
             other.deposit(b, b["answer"], _verified(other.catalog, b))
         return span
@@ -80,7 +80,7 @@ def test_a_chain_conflict_is_retried_and_other_errors_are_not(depositor, tmp_pat
 
     failing = []
 
-    def broken_prefill(segment, tail, extra):
+    def broken_prefill(segment, tail, extra, recall_of=None):
         failing.append(1)
         raise GalahadError("store is full")
 

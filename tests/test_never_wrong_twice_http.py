@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import itertools
 import json
-import uuid
 from datetime import datetime
 
 import pytest
-from conftest import PG_ADMIN_URL
+from conftest import served_catalog
 from local_depositor import LocalDepositor
 from serve_harness import serve_env, serving
 
@@ -49,9 +48,9 @@ def _gold_solutions(dep: LocalDepositor, items: list[tuple[str, str, str]]) -> d
     wheel = Flywheel(cat, dep.store, [], None, dep.engine.model_fingerprint, LoopConfig())
     wheel.deposits, spans, refs = dep, {}, itertools.count()
 
-    def submit(segment, tail, extra):
+    def submit(segment, tail, extra, recall_of=None):
         ref = next(refs)
-        spans[ref] = dep.prefill(segment, tail, extra)
+        spans[ref] = dep.prefill(segment, tail, extra, recall_of)
         return ref
 
     wheel.background = BackgroundDeposits(dep, submit, spans.pop)
@@ -65,50 +64,34 @@ def _gold_solutions(dep: LocalDepositor, items: list[tuple[str, str, str]]) -> d
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def world(request, tmp_path_factory, model_cache):
-    from sqlalchemy import create_engine, update
-    from sqlalchemy.engine import make_url
+    from sqlalchemy import update
 
     from galahad.flywheel.catalog.schema import TABLES
 
     root = tmp_path_factory.mktemp(f"nwt-{request.param}")
     data, store_path = root / "data", root / "data" / "store"
     data.mkdir(parents=True)
-    admin_engine, db = None, None
-    if request.param == "sqlite":
-        url, extra = f"sqlite:///{data / 'catalog.sqlite3'}", []
-    else:
-        admin_engine = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 10})
-        db = f"galahad_test_{uuid.uuid4().hex[:16]}"
-        with admin_engine.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{db}"')
-        url = make_url(PG_ADMIN_URL).set(database=db).render_as_string(hide_password=False)
-        extra = ["--catalog", url, "--store", str(store_path)]
-    w = type("World", (), {})()
-    dep = LocalDepositor("tiny", model_cache, DEFAULT_RUNTIME, url, store_path)
-    try:
-        cat = dep.catalog
-        w.tokens = {name: cat.tenants.add(name) for name in ("acme", "bob")}
-        w.ids = _gold_solutions(dep, [(*GOLD_SHARED, "shared"), (*GOLD_ACME, "acme")])
-        (failed,) = admit(cat, [problem_from_dict({"problem": FAILED[0], "answer": FAILED[1]})], ["t"], "test")
-        cat.queue.claim(1, "seed", 60.0)
-        cat.queue.mark(failed, "failed", {"attempts": 8, "distinct_answers": 1, "no_answer": 0,
-                                          "most_common": {"answer": "41", "count": 8}, "closest": None})
-        with cat.write() as conn:  # it failed long ago: its backoff has passed (no test waits on a clock)
-            conn.execute(update(TABLES["problems"]).where(TABLES["problems"].c.id == failed)
-                         .values(updated_at=datetime(2000, 1, 1)))
-        w.failed = failed
-        record_runtime(cat, dep.engine)
-    finally:
-        dep.catalog.close()
-    try:
+    with served_catalog(request.param, data) as (url, extra):
+        w = type("World", (), {})()
+        dep = LocalDepositor("tiny", model_cache, DEFAULT_RUNTIME, url, store_path)
+        try:
+            cat = dep.catalog
+            w.tokens = {name: cat.tenants.add(name) for name in ("acme", "bob")}
+            w.ids = _gold_solutions(dep, [(*GOLD_SHARED, "shared"), (*GOLD_ACME, "acme")])
+            (failed,) = admit(cat, [problem_from_dict({"problem": FAILED[0], "answer": FAILED[1]})], ["t"], "test")
+            cat.queue.claim(1, "seed", 60.0)
+            cat.queue.mark(failed, "failed", {"attempts": 8, "distinct_answers": 1, "no_answer": 0,
+                                              "most_common": {"answer": "41", "count": 8}, "closest": None})
+            with cat.write() as conn:  # it failed long ago: its backoff has passed (no test waits on a clock)
+                conn.execute(update(TABLES["problems"]).where(TABLES["problems"].c.id == failed)
+                             .values(updated_at=datetime(2000, 1, 1)))
+            w.failed = failed
+            record_runtime(cat, dep.engine)
+        finally:
+            dep.catalog.close()
         with serving(data, ["--model", "tiny", "--no-learn", *extra], serve_env(model_cache), ADMIN) as server:
             w.server = server
             yield w
-    finally:
-        if admin_engine is not None:
-            with admin_engine.connect() as conn:
-                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-            admin_engine.dispose()
 
 
 def _post(w, path: str, obj: dict, token: str = ADMIN) -> tuple[int, dict, dict]:

@@ -1,6 +1,7 @@
 """A replica's recall memo (`service/recall_memo.py`) and the per-stage timing (`service/request.py`): a repeated
 hash hit is answered from the memo with the very bytes a fresh graft + decode gives, the lookup and the
-verification still run, only recall routes are kept, and each solve reports where its time went."""
+verification still run, only recall routes are kept, and each solve reports where its time went. The stored
+tier (the catalog's decodes): `test_stored_recall.py`."""
 
 from __future__ import annotations
 
@@ -32,16 +33,17 @@ def _bytes(out) -> tuple:
 
 def test_a_repeated_hit_is_answered_from_the_memo_with_a_fresh_decode_s_bytes(memory):
     dep, catalog, store = memory
+    assert catalog.recall_answers.count() == 1  # the depositor stored the recall's decode; a replica reads it once
     a = Answering(dep.engine, catalog, store)
     stages = request.begin().stages
-    first = a.solve(TEXT)  # the hash route grafted and decoded (the tiny random model need not copy the gold:
-    assert (a.memo.hits, a.memo.misses, len(a.memo)) == (0, 1, 1)  # the walk may go on to the base model)
-    assert {"check", "graft", "forward", "decode", "walk", "solve"} <= set(stages) and "memo" not in stages
-    assert all(v >= 0 for v in stages.values()) and stages["solve"] >= stages["forward"]
+    first = a.solve(TEXT)  # the hash route read back from the catalog (the tiny random model need not copy the
+    assert (a.memo.stored_hits, a.memo.hits, len(a.memo)) == (1, 0, 1)  # gold: the walk may go on to the base model)
+    assert {"check", "stored", "walk", "solve"} <= set(stages) and "memo" not in stages
+    assert all(v >= 0 for v in stages.values())
 
     stages = request.begin().stages
     again = a.solve(TEXT)
-    assert (a.memo.hits, a.memo.misses, len(a.memo)) == (1, 1, 1) and "memo" in stages
+    assert (a.memo.stored_hits, a.memo.hits, len(a.memo)) == (1, 1, 1) and "memo" in stages and "stored" not in stages
     assert "walk" in stages  # the lookup and the verification still ran
     assert _bytes(again) == _bytes(first)
     recall = a.solver.decode(next(a.solver.routes(TEXT)))  # the hash route decoded afresh: the memo's bytes
@@ -55,7 +57,7 @@ def test_the_memo_keys_a_recall_by_what_its_output_is_a_function_of():
     r = Recalled(["t"], 5, [1, 2], [3], " 5", 0.1)
     hit = Route("hash", "t" * 64, TEXT, "query", 8, GOLD)
     memo.put(hit, r)
-    assert memo.get(hit) is r
+    assert memo.get(hit) == (r, "memo")
     for other in (replace(hit, tail="u" * 64), replace(hit, max_tokens=2), replace(hit, decoded="What is 3 + 2?")):
         assert memo.get(other) is None
     memo.put(Route("transfer", "t" * 64, TEXT, "query", 8), r)  # an inexact route: never kept

@@ -20,7 +20,7 @@ import uuid
 from urllib.parse import quote
 
 import pytest
-from conftest import PG_ADMIN_URL
+from conftest import served_catalog
 from local_depositor import LocalDepositor, verify_and_deposit
 from serve_harness import GALAHAD, serve_env, serving
 
@@ -29,6 +29,7 @@ from galahad.flywheel.catalog import Catalog
 from galahad.flywheel.problems import canonical
 from galahad.flywheel.problems.records import Problem, problem_hash
 from galahad.flywheel.problems.scope_ids import scoped_id
+from galahad.flywheel.service import request
 from galahad.workers.runtime import DEFAULT_RUNTIME
 
 pytestmark = pytest.mark.slow
@@ -55,8 +56,7 @@ def _learn(dep: LocalDepositor, scope: str, text: str, gold: str) -> str:
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def world(request, tmp_path_factory, model_cache):
-    from sqlalchemy import create_engine, select
-    from sqlalchemy.engine import make_url
+    from sqlalchemy import select
 
     from galahad.flywheel.artifacts.store import LocalStore
     from galahad.flywheel.catalog.evictions import evict
@@ -68,47 +68,37 @@ def world(request, tmp_path_factory, model_cache):
     root = tmp_path_factory.mktemp(f"tenants-{request.param}")
     data, store_path = root / "data", root / "data" / "store"
     data.mkdir(parents=True)
-    admin_engine, db = None, None
-    if request.param == "sqlite":
-        url, extra = f"sqlite:///{data / 'catalog.sqlite3'}", []
-    else:
-        admin_engine = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 10})
-        db = f"galahad_test_{uuid.uuid4().hex[:16]}"
-        with admin_engine.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{db}"')
-        url = make_url(PG_ADMIN_URL).set(database=db).render_as_string(hide_password=False)
-        extra = ["--catalog", url, "--store", str(store_path)]
-    w = type("World", (), {})()
-    w.url, w.store = url, LocalStore(store_path)
-    dep = LocalDepositor("tiny", model_cache, DEFAULT_RUNTIME, url, store_path)
-    try:
-        cat = dep.catalog
-        w.tokens = {name: cat.tenants.add(name, **quota) for name, quota in (
-            ("alice", {}), ("bob", {}), ("carol", {"queue": 2}), ("dave", {"store_bytes": 0}), ("erin", {"rpm": 3}),
-            ("zed", {}))}
-        cat.tenants.revoke("zed")
-        w.ids = {text: _learn(dep, "alice", text, gold) for text, (gold, _) in LEARNED.items()}
-        w.shared_id = _learn(dep, "shared", *SHARED_SEED)
-        record_runtime(cat, dep.engine)
-        with cat.engine.connect() as conn:
-            w.arts = set(conn.execute(select(ART.c.id).where(ART.c.scope == "alice")).scalars())
-        w.recall = {text: cat.recalls.get(pid)["artifact_id"] for text, pid in w.ids.items()}
-        assert set(w.recall.values()) <= w.arts and len(w.arts) >= 2 * len(LEARNED), w.arts
-        assert all(canonical.canonical_key(p) == canonical.canonical_key(t) for t in ("What is 17 + 25?", PROMOTED)
-                   for p in LEARNED[t][1])  # the paraphrases are the same mathematics
-        out = evict(cat, w.store, 0, spare_current=False)  # every blob: a graft must rebuild what it touches
-        assert w.arts <= set(out["evicted"]), out
-    finally:
-        dep.catalog.close()
-    try:
+    with served_catalog(request.param, data) as (url, extra):
+        w = type("World", (), {})()
+        w.url, w.store = url, LocalStore(store_path)
+        dep = LocalDepositor("tiny", model_cache, DEFAULT_RUNTIME, url, store_path)
+        try:
+            cat = dep.catalog
+            w.tokens = {name: cat.tenants.add(name, **quota) for name, quota in (
+                ("alice", {}), ("bob", {}), ("carol", {"queue": 2}), ("dave", {"store_bytes": 0}), ("erin", {"rpm": 3}),
+                ("zed", {}))}
+            cat.tenants.revoke("zed")
+            w.ids = {text: _learn(dep, "alice", text, gold) for text, (gold, _) in LEARNED.items()}
+            w.shared_id = _learn(dep, "shared", *SHARED_SEED)
+            record_runtime(cat, dep.engine)
+            with cat.engine.connect() as conn:
+                w.arts = set(conn.execute(select(ART.c.id).where(ART.c.scope == "alice")).scalars())
+            w.recall = {text: cat.recalls.get(pid)["artifact_id"] for text, pid in w.ids.items()}
+            assert set(w.recall.values()) <= w.arts and len(w.arts) >= 2 * len(LEARNED), w.arts
+            assert all(canonical.canonical_key(p) == canonical.canonical_key(t) for t in ("What is 17 + 25?", PROMOTED)
+                       for p in LEARNED[t][1])  # the paraphrases are the same mathematics
+            out = evict(cat, w.store, 0, spare_current=False)  # every blob: a graft must rebuild what it touches
+            assert w.arts <= set(out["evicted"]), out
+        finally:
+            dep.catalog.close()
         with serving(data, ["--model", "tiny", "--no-learn", *extra], serve_env(model_cache), ADMIN) as server:
             w.server = server
             yield w
-    finally:
-        if admin_engine is not None:
-            with admin_engine.connect() as conn:
-                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-            admin_engine.dispose()
+
+
+def _stages(headers: dict) -> dict[str, float]:
+    """A response's Server-Timing stages."""
+    return request.parse_server_timing({k.lower(): v for k, v in headers.items()}.get("server-timing"))
 
 
 def evicted(w, ids) -> set[str]:
@@ -154,11 +144,16 @@ def test_bob_finds_nothing_of_alices_memory_on_any_endpoint(world):
     assert before == w.arts
     for text, (_, paraphrases) in LEARNED.items():
         for asked in [text, *paraphrases]:
-            code, _, raw = call(w, "bob", "POST", "/v1/solve", {"problem": asked})
+            code, headers, raw = call(w, "bob", "POST", "/v1/solve", {"problem": asked})
             assert code == 200, raw
             ans = json.loads(raw)
             assert ans["path"] not in ("hash", "key") and ans["matched_problem"] not in w.ids.values(), ans
             assert not set(ans["grafted_artifacts"]) & w.arts, ans
+            # no timing oracle: alice's memory answers bob at base speed, a forward pass and a decode, never a
+            # read-back (issue 51: a hit only reads the asker's scope and shared)
+            stages = _stages(headers)
+            assert ans["answer_from"] == "decode" and ans["decode_tokens"] > 0, ans
+            assert {"forward", "decode"} <= set(stages) and not {"stored", "memo"} & set(stages), stages
             no_trace_of_alice(w, raw)
             code, _, raw = call(w, "bob", "POST", "/v1/chat/completions",
                                 {"model": "tiny", "messages": [{"role": "user", "content": asked}]})
@@ -206,9 +201,13 @@ def test_alice_grafts_her_own_memory_and_reads_her_ids(world):
     """The control: the same probe sees a graft when it happens."""
     w = world
     text = "What is 17 + 25?"
-    for asked in [text, LEARNED[text][1][0]]:
-        code, _, raw = call(w, "alice", "POST", "/v1/solve", {"problem": asked})
-        assert code == 200, raw
+    code, headers, raw = call(w, "alice", "POST", "/v1/solve", {"problem": text})
+    assert code == 200 and "stored" in _stages(headers), raw  # her hit: the decode stored at deposit, read back
+    assert w.recall[text] in evicted(w, w.arts)  # read back: nothing grafted
+    for asked in [text, LEARNED[text][1][0]]:  # the model's own decode, asked: grafted now
+        code, headers, raw = call(w, "alice", "POST", "/v1/solve", {"problem": asked, "model_decode": True})
+        assert code == 200 and json.loads(raw)["answer_from"] == "decode", raw
+        assert "graft" in _stages(headers)
     assert w.recall[text] not in evicted(w, w.arts)  # her hash route grafted (and so rebuilt) it
     code, body = w.server.json("GET", f"/v1/problems/{w.ids[text]}", token=w.tokens["alice"])
     assert code == 200 and body["text"] == text and body["recall_artifact_id"] == w.recall[text], body
@@ -234,7 +233,10 @@ def test_after_promotion_bob_recalls_it(world):
     assert body["promoted_by"].startswith("api:token-") and ADMIN not in json.dumps(body), body
     code, body = w.server.json("GET", f"/v1/problems/{problem_hash(PROMOTED)}", token=w.tokens["bob"])
     assert code == 200 and body["status"] == "verified" and body["recall_artifact_id"] == w.recall[PROMOTED], body
-    code, body = w.server.json("POST", "/v1/solve", {"problem": LEARNED[PROMOTED][1][0]}, token=w.tokens["bob"])
+    code, headers, raw = call(w, "bob", "POST", "/v1/solve", {"problem": LEARNED[PROMOTED][1][0]})
+    assert code == 200 and "stored" in _stages(headers), raw  # bob's key route read the promoted recall's decode
+    code, body = w.server.json("POST", "/v1/solve", {"problem": LEARNED[PROMOTED][1][0], "model_decode": True},
+                               token=w.tokens["bob"])
     assert code == 200, body
     assert w.recall[PROMOTED] not in evicted(w, w.arts)  # bob's key route grafted the promoted recall
     code, body = w.server.json("GET", f"/v1/artifacts/{w.recall[PROMOTED]}", token=w.tokens["bob"])

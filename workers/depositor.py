@@ -5,15 +5,21 @@ segment text and the tail to extend (`{"id", "token_end"}`, or None for a new ch
 blob to the store itself (a path on shared disk: durable before it returns) and returns the span's id and
 place (`kv_chain.Span`), never its bytes; choosing the tail and recording the row is the catalog's job
 (`flywheel/learn/deposit.py`). The chain work (live caches of the tails it produced last, restores of any
-other tail, prefill, encode, put) is `kv_chain.KVChains`'.
+other tail, prefill, encode, put) is `kv_chain.KVChains`'. A recall root (`recall_of`: its question) is
+also decoded once, as a hit would decode it (`answer.answer_decode`: the root grafted, the question after
+it, greedy, under the answer cap), and the decode travels back with its span for the catalog to store, so a
+hit is a catalog read (`catalog/recall_answers.py`).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from galahad.flywheel.artifacts.store import open_store
+from galahad.flywheel.config import BUDGETS
+from galahad.workers.answer import answer_decode
 from galahad.workers.engine import Engine
 from galahad.workers.kv_chain import KVChains, Span
 from galahad.workers.model_loader import load_model
@@ -37,9 +43,10 @@ class Depositor:
     def fingerprints(self) -> tuple[str, str]:
         return self.engine.model_fingerprint, self.engine.runtime_fingerprint
 
-    def deposit(self, segment: str, tail: dict | None, extra: dict | None = None) -> Span:
+    def deposit(self, segment: str, tail: dict | None, extra: dict | None = None, recall_of: str | None = None) -> Span:
         """Prefill `segment` after `tail` and put its blob; a new chain (root) when there is no tail or the
-        segment would take the chain past `chain_max_tokens`."""
+        segment would take the chain past `chain_max_tokens`. `recall_of`: a recall root's question, whose
+        decode after it comes back as `Span.answer` (`recall_answer`)."""
         ids = self.engine.encode(segment, bos=False)
         if tail is None or tail["token_end"] + len(ids) > self.chain_max_tokens:
             ids = self.engine.encode(segment, bos=True)
@@ -48,4 +55,14 @@ class Depositor:
             start, parent = int(tail["token_end"]), tail["id"]
         # A recall root is never extended: it does not take a live slot from the chain tails.
         keep = (extra or {}).get("role") != "recall"
-        return self.chains.deposit(ids, parent, start, extra, keep=keep)
+        span = self.chains.deposit(ids, parent, start, extra, keep=keep)
+        return span if recall_of is None else replace(span, answer=self.recall_answer(span.artifact_id, recall_of))
+
+    def recall_answer(self, tail: str, question: str, max_tokens: int = BUDGETS.answer_tokens) -> dict:
+        """What a hit on the recall root `tail` decodes (the `hash` and `key` routes: the problem's own question
+        after it, the query prompt, greedy), as `catalog.recall_answers.put` stores it."""
+        r = answer_decode(self.engine, self.store, tail, question, "query", max_tokens)
+        return {"tail": tail, "question": question, "prompt": "query", "max_tokens": max_tokens,
+                "fingerprints": self.fingerprints, "chain": list(r.artifacts), "start": r.start,
+                "prompt_token_ids": list(r.prompt_token_ids), "output_token_ids": list(r.output_token_ids),
+                "output_text": r.output_text}

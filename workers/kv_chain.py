@@ -38,6 +38,8 @@ class Span:
     start: int
     tokens: int
     size: int
+    # a recall root's answer, decoded once after it where it was deposited (`Depositor.deposit(recall_of=)`)
+    answer: dict | None = None
 
 
 def restore_chain(engine: Engine, chain: list[Artifact]) -> tuple[DynamicCache, int, list[str]]:

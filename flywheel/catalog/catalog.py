@@ -9,6 +9,7 @@ part sharing the catalog's engine:
 - `catalog.libraries` named chains of artifacts (`libraries.py`)
 - `catalog.queue`     the durable work queue: claims, leases, unfinished deposits (`queue.py`)
 - `catalog.recalls`   which artifact serves a problem's recurrence (`recalls.py`)
+- `catalog.recall_answers` a recall's decode, stored where it was first computed (`recall_answers.py`)
 - `catalog.runtimes`  the readable facts behind runtime fingerprints (`runtimes.py`)
 - `catalog.recompiles` artifacts another runtime made and their rebuilt twins (`recompiles.py`)
 - `catalog.evictions` blobs deleted to fit a store budget, and their rebuilds (`evictions.py`)
@@ -42,6 +43,7 @@ from galahad.flywheel.catalog.libraries import Libraries
 from galahad.flywheel.catalog.part import PREFIX, id_prefix, new_id
 from galahad.flywheel.catalog.problems import Problems
 from galahad.flywheel.catalog.queue import Queue
+from galahad.flywheel.catalog.recall_answers import RecallAnswers
 from galahad.flywheel.catalog.recalls import Recalls
 from galahad.flywheel.catalog.recompiles import Recompiles
 from galahad.flywheel.catalog.runs import Runs
@@ -72,6 +74,7 @@ class Catalog:
         self.libraries = Libraries(self)
         self.queue = Queue(self)
         self.recalls = Recalls(self)
+        self.recall_answers = RecallAnswers(self)
         self.runtimes = Runtimes(self)
         self.recompiles = Recompiles(self)
         self.evictions = Evictions(self)

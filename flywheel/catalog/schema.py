@@ -211,6 +211,29 @@ class Recall(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime)
 
 
+class RecallAnswerRow(Base):
+    """A recall's decode, stored where it was computed (migration 0010): the question decoded after the graft
+    of the chain ending at `artifact_id`, greedy, under the cap `max_tokens`, by an engine with these
+    fingerprints (the same inputs give the same bits). The depositor writes it when it deposits a recall
+    artifact, and a replica that decoded one writes it too, so a hit is a catalog read (`catalog.recall_answers`).
+    Derived data: not in bundles (the importer's engine computes its own)."""
+
+    __tablename__ = "recall_answers"
+
+    artifact_id: Mapped[str] = mapped_column(HASH, primary_key=True)  # the grafted chain's tail
+    question_hash: Mapped[str] = mapped_column(HASH, primary_key=True)  # SHA-256 of the question decoded
+    prompt: Mapped[str] = mapped_column(String(16), primary_key=True)  # the prompt format ("query")
+    model_fingerprint: Mapped[str] = mapped_column(String(128), primary_key=True)
+    runtime_fingerprint: Mapped[str] = mapped_column(String(128), primary_key=True)
+    max_tokens: Mapped[int] = mapped_column(Integer)  # the cap it was decoded under
+    chain: Mapped[Any] = mapped_column(JSON)  # the grafted artifact ids, root first
+    start: Mapped[int] = mapped_column(Integer)  # grafted tokens: the prompt's first position
+    prompt_token_ids: Mapped[Any] = mapped_column(JSON)
+    output_token_ids: Mapped[Any] = mapped_column(JSON)
+    output_text: Mapped[Any] = mapped_column(JSON)  # a JSON string: exact, NUL included (PostgreSQL text has none)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+
+
 class RuntimeRow(Base):
     """The readable facts (`workers.runtime.runtime_facts`) behind a runtime fingerprint, recorded by the
     engines that use the catalog, so a foreign artifact's difference can be named field by field."""

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.learn.deposit import Deposited, DepositRequest, LibraryDeposits
 
-Submit = Callable[[str, "dict | None", dict], object]  # (segment, tail, extra) -> an ObjectRef of a Span
+Submit = Callable[..., object]  # (segment, tail, extra[, recall_of]) -> an ObjectRef of a Span (`deposit.Prefill`)
 Fetch = Callable[[object], object]  # ObjectRef -> Span (raises the worker's failure)
 
 

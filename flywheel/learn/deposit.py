@@ -4,8 +4,10 @@
 tail it extends, committing the artifact row (the depositor has put the blob in the store already;
 `catalog.artifacts.deposit` records the row), and redoing the prefill after the new tail when another job
 appended first (`ChainConflict`). Each solution is also deposited alone as its problem's recall artifact
-(`recall_call` / `commit_recall`, or `deposit_recall` waiting), what recurrence grafts. The prefill itself
-is a callable, so the same logic drives a local `workers.Depositor` or a Ray actor.
+(`recall_call` / `commit_recall`, or `deposit_recall` waiting), what recurrence grafts; the depositor decodes
+it once as a hit would, and that decode is stored beside it (`catalog.recall_answers`), so a hit reads it
+instead of decoding. The prefill itself is a callable, so the same logic drives a local `workers.Depositor`
+or a Ray actor.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from galahad.flywheel.errors import ChainConflict
 from galahad.flywheel.memory.library_names import library_name
 from galahad.flywheel.problems import prompts
 
-# (segment, tail, extra) -> a `workers.kv_chain.Span`: its blob is durable in the store when it returns
-Prefill = Callable[[str, "dict | None", dict], object]
+# (segment, tail, extra[, recall_of]) -> a `workers.kv_chain.Span`: its blob is durable in the store when it
+# returns; `recall_of` (a recall root's question): the span also carries that question's decode after it
+Prefill = Callable[..., object]
 
 
 @dataclass(frozen=True)
@@ -96,15 +99,22 @@ class LibraryDeposits:
                          span.tokens)
 
     @staticmethod
-    def recall_call(req: DepositRequest) -> tuple[str, None, dict]:
+    def recall_call(req: DepositRequest) -> tuple[str, None, dict, str]:
         """The prefill call of `req`'s recall artifact: the solution again, alone, as a root (BOS + its
-        segment), so no other solution stands between the question and its answer."""
+        segment), so no other solution stands between the question and its answer; and the question a hit
+        decodes after it (the problem's own)."""
         extra = {"problem_id": req.problem["id"], "verification_id": req.verification_id, "role": "recall"}
-        return req.segment, None, extra
+        return req.segment, None, extra, req.problem["text"]
 
     def commit_recall(self, req: DepositRequest, span) -> str:
-        """Record a deposited recall span as the artifact that serves `req`'s problem's recurrence."""
-        return self.catalog.artifacts.deposit(self.store, span.artifact_id, recall=(req.problem["id"], req.verification_id))
+        """Record a deposited recall span as the artifact that serves `req`'s problem's recurrence, and the
+        decode a hit on it reads (`span.answer`, when the depositor computed one)."""
+        aid = self.catalog.artifacts.deposit(self.store, span.artifact_id, recall=(req.problem["id"], req.verification_id))
+        a = getattr(span, "answer", None)
+        if a is not None and a["tail"] == span.artifact_id and a["question"] == req.problem["text"]:
+            self.catalog.recall_answers.put(a["tail"], a["question"], a["prompt"], a["max_tokens"],
+                                            tuple(a["fingerprints"]), a)
+        return aid
 
     def deposit_recall(self, problem: dict, answer: str, verification_id: str) -> str:
         """Deposit the recall artifact alone, waiting on its prefill. Idempotent (same bytes, same id), so a

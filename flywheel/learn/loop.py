@@ -84,8 +84,8 @@ class Flywheel:
         fingerprints = tuple(ray.get(depositor.fingerprint_pair.remote())) if depositor is not None else None
         self.deposits = LibraryDeposits(catalog, store, remote_prefill(depositor), fingerprints=fingerprints)
         # Deposits while sampling goes on: the depositor's refs share the loop's `ray.wait` set.
-        self.background = BackgroundDeposits(self.deposits, lambda seg, tail, extra: depositor.deposit.remote(
-            seg, tail, extra), fetch_span)
+        self.background = BackgroundDeposits(self.deposits, lambda seg, tail, extra, recall_of=None:
+                                             depositor.deposit.remote(seg, tail, extra, recall_of), fetch_span)
         self.model_fingerprint = model_fingerprint
         self.config = config
         self.verifier = verifier or Verifier()
@@ -262,8 +262,8 @@ def fetch_span(ref):
 def remote_prefill(actor):
     """The depositor actor's `deposit` as a plain (waiting) call: what `reconcile` uses at start-up."""
 
-    def call(segment: str, tail: dict | None, extra: dict):
-        return fetch_span(actor.deposit.remote(segment, tail, extra))
+    def call(segment: str, tail: dict | None, extra: dict, recall_of: str | None = None):
+        return fetch_span(actor.deposit.remote(segment, tail, extra, recall_of))
 
     return call
 

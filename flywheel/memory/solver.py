@@ -126,18 +126,20 @@ def provenance(hit: dict) -> str | None:
 
 @dataclass
 class Step:
-    """One route a walk decoded: as decoded (capped), its decode, its seconds, and whether a memo gave it."""
+    """One route a walk decoded: as decoded (capped), its decode, its seconds, and where a kept decode came
+    from (`memo`, `stored`: `service/recall_memo.py`; None: decoded now)."""
 
     route: Route
     decoded: Recalled
     seconds: float
-    memo: bool
+    kept: str | None = None
 
 
 class Decodes:
     """A walk's decode strategy (`Solver.solve(decode=Decodes(...))`), knowing nothing of its caller: each
-    route's decode at most `cap` tokens, read from `memo` where it holds it (`get(route)`, `put(route, r)`:
-    the service's recall memo), every one recorded in `steps` for the caller to read after the walk."""
+    route's decode at most `cap` tokens, read from `memo` where it holds it (`get(route) -> (decode, tier)`,
+    `put(route, r)`: the service's recall memo), every one recorded in `steps` for the caller to read after
+    the walk."""
 
     def __init__(self, solver: Solver, cap: int | None = None, memo=None):
         self.solver, self.cap, self.memo = solver, cap, memo
@@ -147,10 +149,10 @@ class Decodes:
         route = replace(route, max_tokens=min(route.max_tokens, self.cap or route.max_tokens))
         t0 = time.perf_counter()
         kept = self.memo.get(route) if self.memo is not None else None
-        r = kept or self.solver.decode(route)
+        r = kept[0] if kept else self.solver.decode(route)
         if kept is None and self.memo is not None:
             self.memo.put(route, r)
-        self.steps.append(Step(route, r, time.perf_counter() - t0, kept is not None))
+        self.steps.append(Step(route, r, time.perf_counter() - t0, kept[1] if kept else None))
         return r
 
 

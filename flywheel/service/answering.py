@@ -4,7 +4,8 @@ the store. Plain class; the FastAPI routes (`app.py`) only translate.
 `solve` reads top to bottom: validate (text sizes, NUL characters, lone surrogates: 400; a gold against the
 computed value; a prompt over `ServiceConfig.max_prompt_tokens` or the context window: 413, before any
 forward), walk (`Solver.solve`, under the engine lock: its deterministic runtime pins process-wide torch
-settings; a recall already decoded is read from the memo, `recall_memo.py`), choices, verdict, learn, render
+settings; a recall already decoded, by this replica or where its artifact was deposited, is read back instead
+of decoded: `recall_memo.py`, unless the request asks for the model's own decode), choices, verdict, learn, render
 (one `api.SolveResult`); each step adds its stage to the request's `Server-Timing` (`request.py`). `verified`
 is memory's word (the catalog's verified answer to this same problem) or the verifier's check of the answer
 against the text's computed value (`Solver.check_computed`); a caller's gold only sets `matches_gold`. Where
@@ -73,7 +74,8 @@ class Answering:
         self.verifier: Verifier = self.solver.verifier
         self.lock = threading.Lock()
         self.loop = DEFAULTS.loop  # a failed problem asked again: its retry's tries and backoff (`queue.retry`)
-        self.memo = RecallMemo(self.config.recall_memo)  # recall decodes already computed (`recall_memo.py`)
+        # recall decodes already computed, here or stored in the catalog (`recall_memo.py`)
+        self.memo = RecallMemo(self.config.recall_memo, catalog, self.solver.fingerprints)
 
     @property
     def context_window(self) -> int:
@@ -119,13 +121,14 @@ class Answering:
 
     def walk(self, problem: str, how: Decoding) -> tuple[Answer, Step]:
         """Memory's walk (`Solver.solve`), each route decoded at most the caller's cap and a recall read
-        from the memo where it holds it (`Decodes`); the accepted answer and the step that answered."""
+        back where it was decoded before (`Decodes`; not when the caller asks for the model's own decode);
+        the accepted answer and the step that answered."""
         t0 = time.perf_counter()
-        decodes = Decodes(self.solver, how.max_tokens, self.memo)
+        decodes = Decodes(self.solver, how.max_tokens, None if how.model_decode else self.memo)
         ans = self.solver.solve(problem, decode=decodes)
         for s in decodes.steps:
-            if s.memo:
-                add_stage("memo", s.seconds)
+            if s.kept:
+                add_stage(s.kept, s.seconds)  # memo | stored: read back, no forward pass
             else:
                 r = s.decoded
                 add_stage("graft", r.graft_seconds)
@@ -183,7 +186,8 @@ class Answering:
             reading=ans.reading, matches_gold=_all([c.matches_gold for c in choices]), model_answer=first.model_answer,
             solution=ans.solution if verified and path in RECALLS else None,
             gold_source=gold_source if verified else None, matched_problem=ans.matched_problem,
-            decode_tokens=sum(c.decode_tokens for c in choices), grafted_artifacts=list(ans.grafted_artifacts),
+            decode_tokens=sum(c.decode_tokens for c in choices), answer_from=step.kept or "decode",
+            grafted_artifacts=list(ans.grafted_artifacts),
             grafted_tokens=walked.start, prompt_tokens=walked.start + len(walked.prompt_token_ids),
             model_fingerprint=self.engine.model_fingerprint, runtime_fingerprint=self.engine.runtime_fingerprint,
             seconds=seconds, problem_id=problem_hash(problem), queued=queued, memory_note=ans.memory_note,
@@ -196,8 +200,9 @@ class Answering:
         """The answers returned: the walk's own (n = 1), or n sampled from its route's context; each with
         its finish, memory's verdict (True only whole and uncut; the computed value's, by the verifier),
         the gold check and, if asked, logprobs."""
-        route = step.route
+        route, kept = step.route, step.kept is not None  # a kept decode: its tokens were not decoded now
         if how.sampled:
+            kept = False
             drawn = []
             for i in range(how.n):
                 r = answer_decode(self.engine, self.solver.store, route.tail, route.decoded, route.prompt,
@@ -221,7 +226,7 @@ class Answering:
                 verdict = None
             out.append(Choice(answer=text, finish_reason=finish, verified=verdict,
                               matches_gold=None if gold is None else self._matches(gold, text),
-                              decode_tokens=len(r.output_token_ids),
+                              decode_tokens=0 if kept else len(r.output_token_ids),
                               logprobs=None if how.logprobs is None else self._logprobs(route, r, how)))
         return out
 

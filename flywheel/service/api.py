@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from galahad.flywheel.errors import GalahadError
 
@@ -71,6 +71,9 @@ class Decoding:
     # Where the computed value refutes the model: the value answers (`computed`) or the model's answer labelled
     # wrong (`model`); None: the server's (`ServiceConfig.answer_policy`).
     answer_policy: str | None = None
+    # True: a hit is grafted and decoded by the model now, not read back from a decode already computed
+    # (`recall_memo.py`): the same bytes, measured afresh
+    model_decode: bool = False
 
     @property
     def sampled(self) -> bool:
@@ -88,6 +91,7 @@ class SolveRequest(BaseModel):
     problem: str
     gold: str | None = None
     answer_policy: str | None = None  # `computed` | `model` (`config.ANSWER_POLICIES`); None: the server's
+    model_decode: StrictBool = False  # a hit grafted and decoded now, not read back (`Decoding.model_decode`)
 
 
 class Choice(BaseModel):
@@ -118,7 +122,10 @@ class SolveResult(BaseModel):
     matches_gold: bool | None  # the answer checked against the caller's gold (None: no gold given)
     gold_source: str | None  # who vouches for a verified answer's gold: `computed`, or who gave it
     matched_problem: str | None  # the problem recalled (hash, key) or grafted as an example (similar)
-    decode_tokens: int  # of every choice
+    decode_tokens: int  # decoded now, over every choice (0: the answer was read back, `answer_from`)
+    # how the answer's tokens were had: `decode` (a forward pass now), `memo` (this replica decoded this recall
+    # before) or `stored` (the catalog's decode of this recall, computed where its artifact was deposited)
+    answer_from: str = "decode"
     grafted_artifacts: list[str]
     grafted_tokens: int  # the context grafted from memory (0 on the base path)
     prompt_tokens: int  # the whole context read: grafted + the prompt prefilled

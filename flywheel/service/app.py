@@ -265,7 +265,8 @@ class GalahadApi(OpenAIRoutes, UiRoutes):
         except ValidationError as exc:
             first = exc.errors()[0]
             raise GalahadError(f"{'.'.join(str(p) for p in first['loc']) or 'body'}: {first['msg']}") from None
-        return await self.answer(req.problem, req.gold, "/v1/solve", Decoding(answer_policy=req.answer_policy))
+        return await self.answer(req.problem, req.gold, "/v1/solve", Decoding(answer_policy=req.answer_policy,
+                                                                               model_decode=req.model_decode))
 
     async def read_json(self, request: Request) -> Any:
         return await json_body(request, self.config.max_body_bytes)
@@ -284,7 +285,7 @@ class GalahadApi(OpenAIRoutes, UiRoutes):
         finally:
             self.solves -= 1
             self.metrics.solving.dec()
-        self.metrics.answer(out.path, out.seconds, endpoint)
+        self.metrics.answer(out.path, out.seconds)
         return out
 
     @app.post("/v1/problems", response_model=SubmitResponse)

@@ -1,7 +1,7 @@
 """Prometheus metrics, every collector of the service: requests per endpoint, request latency per route and
 answer path (`galahad_request_seconds{route, path}`), streamed answers' time to first token
-(`galahad_time_to_first_token_seconds{route, path}`), answers and latency per answer path (and answers per
-route and path: `galahad_route_answers_total{endpoint, path}`), solves in flight, the learner's figures
+(`galahad_time_to_first_token_seconds{route, path}`), answers and solve latency per answer path (answers per
+route and path are `galahad_request_seconds_count{route, path}`), solves in flight, the learner's figures
 (queue depth, attempts, verified, deposited, `galahad_problems_failed_total`, artifact bytes) read from the
 catalog at scrape time, the learner's health (`galahad_learner_up`, `galahad_learner_restarts_total`) read
 from its supervisor at scrape time (absent when the service runs without a learner), and this replica's
@@ -132,8 +132,6 @@ class Metrics:
         self.answers = Counter("galahad_answers", "answers by path", ["path"], registry=self.registry)
         self.answer_latency = Histogram("galahad_answer_seconds", "solve latency by answer path", ["path"],
                                         buckets=BUCKETS, registry=self.registry)
-        self.route_answers = Counter("galahad_route_answers", "answers by route (/v1/solve, the OpenAI routes) "
-                                     "and answer path", ["endpoint", "path"], registry=self.registry)
         # per tenant (requests with a tenant's token; none on a service without tenants): what a tenant's
         # own `/metrics` shows of it, and what the admin's shows of every tenant
         self.tenant_requests = Counter("galahad_tenant_requests", "HTTP requests by tenant", ["tenant", "endpoint", "status"],
@@ -154,14 +152,13 @@ class Metrics:
         if tenant is not None:
             self.tenant_requests.labels(tenant, endpoint, str(status)).inc()
 
-    def answer(self, path: str, seconds: float, endpoint: str = "/v1/solve") -> None:
+    def answer(self, path: str, seconds: float) -> None:
         """One answer; also marks this request's answer path for its `galahad_request_seconds` sample."""
         ctx = request.current()
         if ctx is not None:
             ctx.path = path_label(path)
         self.answers.labels(path).inc()
         self.answer_latency.labels(path).observe(seconds)
-        self.route_answers.labels(endpoint, path).inc()
 
     def timed_stream(self, events: Iterable[bytes], first_content: int, t0: float, route: str,
                      path: str) -> Iterator[bytes]:

@@ -5,8 +5,9 @@ response headers, the model list and OpenAI's error body out. Plain functions (a
 
 A request names the served model and carries one problem: a chat's last `user` message (earlier messages and
 system/developer messages are accepted and ignored for routing), a completion's `prompt` (one string).
-`metadata.gold` is the caller's gold answer, learned exactly as `/v1/solve`'s `gold`. Every parameter of
-OpenAI's two requests is either honoured, accepted and ignored, or refused (400, one whole sentence naming
+`metadata.gold` is the caller's gold answer, learned exactly as `/v1/solve`'s `gold`; `metadata.answer_policy`
+and `metadata.model_decode` ("true": a hit grafted and decoded now, not read back) are `/v1/solve`'s fields.
+Every parameter of OpenAI's two requests is either honoured, accepted and ignored, or refused (400, one whole sentence naming
 it), by the tables below (`CHAT`, `TEXT`; docs/service.md lists them); a parameter this module does not know
 is refused. Honoured: `max_tokens` / `max_completion_tokens` (a cap on the tokens decoded, any value >= 1:
 `finish_reason: "length"` when the decode ran out), `n` (1 to `MAX_N`: n answers sampled with the engine's
@@ -221,12 +222,21 @@ def _common(body: object, model_id: str, own: set[str], table: dict[str, object]
     return body
 
 
+def _flag(meta: dict, name: str) -> bool:
+    """A metadata flag (metadata values are strings): "true" or "false", absent: false."""
+    value = meta.get(name, "false")
+    if value not in ("true", "false"):
+        raise Invalid(f"metadata.{name}: must be \"true\" or \"false\"")
+    return value == "true"
+
+
 def _ask(kind: str, problem: str, body: dict, cap: int, logprobs: int | None) -> Ask:
     stop = body.get("stop", ())
     decoding = Decoding(max_tokens=None if cap >= 1 << 62 else cap, n=body.get("n", 1),
                         temperature=float(body.get("temperature", 1.0)), seed=body.get("seed", 0),
                         logprobs=logprobs, stop=(stop,) if isinstance(stop, str) else tuple(stop),
-                        answer_policy=body.get("metadata", {}).get("answer_policy"))
+                        answer_policy=body.get("metadata", {}).get("answer_policy"),
+                        model_decode=_flag(body.get("metadata", {}), "model_decode"))
     return Ask(kind, problem, body.get("metadata", {}).get("gold"), bool(body.get("stream")),
                bool((body.get("stream_options") or {}).get("include_usage")), decoding)
 
@@ -291,11 +301,13 @@ def headers(out: SolveResult) -> dict[str, str]:
 
 
 def usage(out: SolveResult) -> dict:
-    """Tokens as the model read and wrote them: the whole context (memory grafted + the prompt prefilled),
-    of which `cached_tokens` were grafted from memory (0 on the base path), and the tokens decoded."""
+    """Tokens as the model read and wrote them for this request: the whole context (memory grafted + the
+    prompt prefilled), of which `cached_tokens` came from memory (grafted; all of it when the answer was read
+    back, `answer_from` memo or stored: nothing was prefilled), and the tokens decoded (0 when read back)."""
     p, c = out.prompt_tokens, out.decode_tokens
+    cached = p if out.answer_from != "decode" else out.grafted_tokens
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c,
-            "prompt_tokens_details": {"cached_tokens": out.grafted_tokens}}
+            "prompt_tokens_details": {"cached_tokens": cached}}
 
 
 def _token(text: str, logprob: float) -> dict:

@@ -1,23 +1,29 @@
-"""A replica's memo of recall decodes: the output of a memory route already computed by this replica's engine.
+"""A replica's recall decodes already computed: kept in this process, and stored in the catalog.
 
 A recall (the `hash` and `key` routes: a verified problem's own artifact grafted, its own question asked
 again, greedy) is a fixed function of what it reads: the chain ending at the route's tail (artifacts are
 named by the hash of their bytes), the question decoded after it, the prompt format and the decode cap, on
-this replica's engine (one model, one pinned runtime: the same inputs give the same bits, which is what
-every exactness test of the project asserts). So its `Recalled` is kept here, keyed by exactly those, and a
-repeated recall reads it back instead of grafting and decoding again: the same output bytes, without the
-forward passes. What is not memoized: the catalog lookup and the verification against the gold (each
-request still walks the routes and checks the answer: a gold revoked or an artifact replaced changes the
-route, hence the key), the base model's and the inexact routes' answers, and sampled answers.
+an engine with given (model, runtime) fingerprints: the same inputs give the same bits, which is what every
+exactness test of the project asserts. So a recall's `Recalled` is read back instead of grafting and
+decoding again, from two tiers:
 
-Bounded: at most `ServiceConfig.recall_memo` entries (token ids and text, a few hundred bytes each), least
-recently used out first; 0 turns it off. Used under the replica's engine lock (`Answering.solve`).
+- `memo`: this replica's last `ServiceConfig.recall_memo` decodes (LRU; 0 turns the tier off);
+- `stored`: the catalog's (`catalog.recall_answers`), written by the depositor when it deposited the recall
+  artifact and by any replica that had to decode one (write-through), so the first hit after a restart, on
+  any replica, is one primary-key read.
+
+What is not kept: the catalog lookup and the verification against the gold (each request still walks the
+routes and checks the answer: a gold revoked or an artifact replaced changes the route, hence the key), the
+base model's and the inexact routes' answers, and sampled answers. A request that asks for the model's own
+decode (`Decoding.model_decode`) walks without this. Used under the replica's engine lock (`Answering.solve`).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
+from galahad.flywheel.catalog import Catalog
+from galahad.flywheel.catalog.part import Fingerprints
 from galahad.flywheel.memory.recall import Recalled
 from galahad.flywheel.memory.solver import Route
 
@@ -25,31 +31,59 @@ MEMOIZED = ("hash", "key")  # the routes whose decode is a recall of a verified 
 
 
 class RecallMemo:
-    def __init__(self, capacity: int):
-        self.capacity = capacity
+    def __init__(self, capacity: int, catalog: Catalog | None = None, fingerprints: Fingerprints | None = None):
+        """`catalog` and `fingerprints` (the replica engine's): the stored tier; without them, the memo alone."""
+        self.capacity, self.catalog, self.fingerprints = capacity, catalog, fingerprints
         self._kept: OrderedDict[tuple, Recalled] = OrderedDict()
-        self.hits = self.misses = 0
+        self.hits = self.misses = self.stored_hits = 0
 
     @staticmethod
     def key(route: Route) -> tuple | None:
-        """What a recall's output is a function of (on one engine), or None for a route never memoized."""
+        """What a recall's output is a function of (on one engine), or None for a route never kept."""
         if route.path not in MEMOIZED or route.tail is None:
             return None
         return route.tail, route.decoded, route.prompt, route.max_tokens
 
-    def get(self, route: Route) -> Recalled | None:
-        key = self.key(route) if self.capacity > 0 else None
-        found = self._kept.get(key) if key is not None else None
+    @property
+    def _stored(self) -> bool:
+        return self.catalog is not None and self.fingerprints is not None
+
+    def get(self, route: Route) -> tuple[Recalled, str] | None:
+        """(the recall's decode, the tier that held it: `memo` or `stored`), or None."""
+        key = self.key(route)
+        if key is None:
+            return None
+        found = self._kept.get(key) if self.capacity > 0 else None
         if found is not None:
             self._kept.move_to_end(key)
             self.hits += 1
-        elif key is not None:
+            return found, "memo"
+        row = self.catalog.recall_answers.get(route.tail, route.decoded, route.prompt, route.max_tokens,
+                                              self.fingerprints) if self._stored else None
+        if row is None:
             self.misses += 1
-        return found
+            return None
+        self.stored_hits += 1
+        r = Recalled(list(row["chain"]), int(row["start"]), list(row["prompt_token_ids"]),
+                     list(row["output_token_ids"]), row["output_text"], 0.0)
+        self._keep(key, r)
+        return r, "stored"
 
     def put(self, route: Route, r: Recalled) -> None:
-        key = self.key(route) if self.capacity > 0 else None
+        """Keep a recall this replica decoded, here and (write-through) in the catalog."""
+        key = self.key(route)
         if key is None:
+            return
+        self._keep(key, r)
+        if self._stored:
+            self.catalog.recall_answers.put(route.tail, route.decoded, route.prompt, route.max_tokens,
+                                            self.fingerprints, {"chain": r.artifacts, "start": r.start,
+                                                                "prompt_token_ids": r.prompt_token_ids,
+                                                                "output_token_ids": r.output_token_ids,
+                                                                "output_text": r.output_text})
+
+    def _keep(self, key: tuple, r: Recalled) -> None:
+        if self.capacity <= 0:
             return
         self._kept[key] = r
         self._kept.move_to_end(key)
