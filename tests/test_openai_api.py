@@ -281,7 +281,7 @@ def test_metrics_per_route_and_answer_path(served, client):
     path = ext(r)["path"]
     for endpoint in ("/v1/chat/completions", "/v1/completions"):
         assert f'galahad_requests_total{{endpoint="{endpoint}",status="200"}}' in text
-        assert f'galahad_request_seconds_count{{route="{endpoint}",path="{path}"}}' in text  # answers by route, path
+        assert f'galahad_request_seconds_count{{path="{path}",route="{endpoint}"}}' in text  # answers by route and path
     assert 'galahad_requests_total{endpoint="/v1/chat/completions",status="400"}' in text
     assert 'galahad_requests_total{endpoint="/v1/models",status="200"}' in text
 

@@ -267,11 +267,13 @@ def test_metrics_in_prometheus_text_format(served):
     deposited = next(line for line in text.splitlines() if line.startswith("galahad_deposited "))
     assert float(deposited.split()[1]) >= 1
     # the replica's RAM tier is the one `--ram-tier 48M` asked for; the seeded artifact, read and hash-checked
-    # by the solve above, is served from it by the next graft (a hit: no read, no hash). A repeated greedy recall
-    # is read from the replica's recall memo (no graft); one under another decode cap grafts the artifact again
+    # by one graft, is served from it by the next (a hit: no read, no hash). A recall is read back where it was
+    # decoded before (no graft: the solve above); one asked as the model's own decode grafts the artifact
     assert _metric(served, "galahad_ram_tier_capacity_bytes") == RAM_TIER
+    chat = {"model": "tiny", "max_tokens": 3, "messages": [{"role": "user", "content": SEEDED[0]}],
+            "metadata": {"model_decode": "true"}}
+    assert served.json("POST", "/v1/chat/completions", chat)[0] == 200
     hits = _metric(served, "galahad_ram_tier_hits_total")
-    chat = {"model": "tiny", "max_tokens": 3, "messages": [{"role": "user", "content": SEEDED[0]}]}
     assert served.json("POST", "/v1/chat/completions", chat)[0] == 200
     assert _metric(served, "galahad_ram_tier_hits_total") > hits
     assert 0 < _metric(served, 'galahad_store_bytes{tier="ram"}') <= RAM_TIER and _metric(served, "galahad_ram_tier_entries") >= 1
