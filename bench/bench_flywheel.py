@@ -1,6 +1,7 @@
 """Flywheel throughput, sequential vs batched sampling, side by side in one run on the same problems and seeds.
 
 Usage: nice -n 10 .venv/bin/python bench/bench_flywheel.py [--limit 12] [--k 8] [--round-size 8] [--kernel-modes stock,codes]
+                                                          [--sampler-dtypes float32,bfloat16 [--kernel-mode auto]]
                                                           [--problems-per-call P] [--model gemma3-270m]
                                                           [--generators 1] [--json]
 Each sampler learns the same problems (same families, seeds and budget) into a fresh data dir with
@@ -35,21 +36,21 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def one(sampler: str, args, env, kernel_mode: str = "stock") -> dict:
-    data = Path(tempfile.mkdtemp(prefix=f"bench-flywheel-{sampler}-{kernel_mode}-"))
+def one(sampler: str, args, env, kernel_mode: str = "stock", dtype: str = "float32") -> dict:
+    data = Path(tempfile.mkdtemp(prefix=f"bench-flywheel-{sampler}-{kernel_mode}-{dtype}-"))
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "galahad.flywheel.cli.main", "--data", str(data), "run",
                            "--model", args.model, "--families", args.families, "--per-family", "24",
                            "--limit", str(args.limit), "--k", str(args.k), "--round-size", str(args.round_size),
                            "--problems-per-call", str(args.problems_per_call),
                            "--generators", str(args.generators), "--sampler", sampler,
-                           "--kernel-mode", kernel_mode, "--no-gold-solutions", "--no-progress", "--json"], capture_output=True, text=True, env=env)
+                           "--kernel-mode", kernel_mode, "--sampler-dtype", dtype, "--no-gold-solutions", "--no-progress", "--json"], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         sys.exit(f"run with the {sampler} sampler ({kernel_mode} kernels) failed: {proc.stderr[-500:]}")
     s = json.loads(proc.stdout.strip().splitlines()[-1])
     secs = s["seconds"]
-    return {"sampler": sampler, "kernel_mode": kernel_mode, "problems": s["problems"], "attempted": s["attempted"], "verified": s["verified"],
+    return {"sampler": sampler, "kernel_mode": kernel_mode, "dtype": dtype, "problems": s["problems"], "attempted": s["attempted"], "verified": s["verified"],
             "deposited": s["deposited"], "tokens": s["tokens_spent"], "loop_seconds": round(secs, 1),
             "wall_seconds": round(wall, 1), "attempts_per_s": s["attempted"] / secs,
             "tokens_per_s": s["tokens_spent"] / secs, "verified_per_hour": s["verified"] / (secs / 3600),
@@ -71,6 +72,10 @@ def main() -> int:
     ap.add_argument("--kernel-modes", default=None,
                     help="compare these kernel modes (e.g. stock,codes) with the batched sampler, side by side, "
                          "instead of the two samplers")
+    ap.add_argument("--sampler-dtypes", default=None,
+                    help="compare what the generators compute in (e.g. float32,bfloat16), the batched sampler under "
+                         "--kernel-mode, side by side, instead of the two samplers")
+    ap.add_argument("--kernel-mode", default="auto", help="with --sampler-dtypes: the job's kernel mode")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     args.round_size = args.round_size or args.k
@@ -82,7 +87,11 @@ def main() -> int:
     env = {**os.environ}
     env.setdefault("GALAHAD_MODEL_CACHE", str(Path("~/.cache/galahad-models").expanduser()))
     before = uptime()
-    if args.kernel_modes:
+    if args.sampler_dtypes:
+        dtypes = args.sampler_dtypes.split(",")  # named twice runs twice, alternated: float32,bfloat16,float32,...
+        runs = [one("batched", args, env, args.kernel_mode, d) for d in dtypes]
+        out = {"runs": runs}
+    elif args.kernel_modes:
         modes = args.kernel_modes.split(",")  # a mode named twice runs twice, alternated: stock,codes,stock,codes
         runs = [one("batched", args, env, m) for m in modes]
         out = {"runs": runs}
@@ -90,14 +99,16 @@ def main() -> int:
         out = {"sequential": one("sequential", args, env), "batched": one("batched", args, env)}
         runs = list(out.values())
     for r in runs:
-        print(f"{r['sampler']:>10} ({r['kernel_mode']}): {r['problems']} problems, {r['attempted']} attempts, {r['verified']} verified "
+        print(f"{r['sampler']:>10} ({r['kernel_mode']}, {r['dtype']}): {r['problems']} problems, {r['attempted']} attempts, {r['verified']} verified "
               f"({r['deposited']} deposited), {r['tokens']} tokens in {r['loop_seconds']} s loop "
               f"({r['wall_seconds']} s wall): {r['attempts_per_s']:.2f} attempts/s, {r['tokens_per_s']:.2f} tokens/s, "
               f"{r['verified_per_hour']:.0f} verified/h; the generator's own time {r['sampling_seconds']} s "
               f"({r['sampling_attempts_per_s']:.2f} attempts/s)", file=sys.stderr)
-    first, last = runs[0]["kernel_mode"], runs[-1]["kernel_mode"]
-    base = [r for r in runs if r["kernel_mode"] == first and r["sampler"] == runs[0]["sampler"]]
-    other = [r for r in runs if r["kernel_mode"] == last and r["sampler"] == runs[-1]["sampler"]]
+    def variant(r: dict) -> tuple:
+        return r["sampler"], r["kernel_mode"], r["dtype"]
+
+    base = [r for r in runs if variant(r) == variant(runs[0])]
+    other = [r for r in runs if variant(r) == variant(runs[-1])]
 
     def total(rs: list[dict], key: str) -> float:  # pooled over repeats: counts over seconds
         return sum(r[key] for r in rs)
@@ -109,12 +120,14 @@ def main() -> int:
     out["verified_per_hour_ratio"] = (total(other, "verified") / total(other, "loop_seconds")) / max(
         total(base, "verified") / total(base, "loop_seconds"), 1e-9)
     base, other = base[0], other[0]
-    out["config"] = {"model": args.model, "kernel_modes": args.kernel_modes, "families": args.families, "limit": args.limit, "k": args.k,
+    out["config"] = {"model": args.model, "kernel_modes": args.kernel_modes, "sampler_dtypes": args.sampler_dtypes,
+                     "families": args.families, "limit": args.limit, "k": args.k,
                      "round_size": args.round_size,
                      "problems_per_call": args.problems_per_call, "generators": args.generators, "cpus": os.cpu_count()}
     out["load_before"], out["load_after"] = before, uptime()
     out["command"] = "python bench/bench_flywheel.py " + " ".join(sys.argv[1:])
-    what = f"{other['kernel_mode']} vs {base['kernel_mode']}" if args.kernel_modes else "batched vs sequential"
+    what = (f"{other['dtype']} vs {base['dtype']}" if args.sampler_dtypes else
+            f"{other['kernel_mode']} vs {base['kernel_mode']}" if args.kernel_modes else "batched vs sequential")
     print(f"speed-up {what} (attempts/s): {out['speedup']:.2f}x over the loop, "
           f"{out['sampling_speedup']:.2f}x over the generator's own time, at k={args.k}, "
           f"round size {args.round_size}", file=sys.stderr)

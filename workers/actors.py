@@ -88,14 +88,16 @@ def start_depositor(cluster_gpus: float, model: str, model_cache: str, runtime: 
 
 def start_workers(model: str, model_cache: str, runtime: RuntimeConfig, device: str, generators: int,
                   store_path: str, chain_max_tokens: int | None,
-                  ram_tier_bytes: int | None = None) -> tuple[list, object, str]:
-    """The learning job's actors on the connected cluster: `generators` generators and one depositor, on
-    GPUs when the cluster has them (`device="auto"`); returns (generators, depositor, model fingerprint)
-    once every worker has loaded the same model, else one line naming why not."""
+                  ram_tier_bytes: int | None = None, sampler_dtype: str = "auto") -> tuple[list, object, str]:
+    """The learning job's actors on the connected cluster: `generators` generators (computing in
+    `sampler_dtype`: `GeneratorRuntime`) and one depositor, on GPUs when the cluster has them
+    (`device="auto"`); returns (generators, depositor, model fingerprint) once every worker has loaded the
+    same model, else one line naming why not."""
     gpus = ray.cluster_resources().get("GPU", 0)
     device = ("cuda" if gpus >= 1 else "cpu") if device == "auto" else device
     runtime = runtime.with_(device=device)
-    gens = [start_generator(gpus, model, model_cache, GeneratorRuntime().apply(runtime)) for _ in range(generators)]
+    gen_runtime = GeneratorRuntime(compute_dtype=sampler_dtype).apply(runtime)
+    gens = [start_generator(gpus, model, model_cache, gen_runtime) for _ in range(generators)]
     depositor = start_depositor(gpus, model, model_cache, runtime, store_path, chain_max_tokens, ram_tier_bytes)
     try:
         fps = ray.get([a.model_fp.remote() for a in [*gens, depositor]])

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
+from galahad.flywheel.errors import GalahadError
 from galahad.kernels.modes import get_mode
 from galahad.workers.model_loader import LoadedModel
-from galahad.workers.runtime import RuntimeConfig, deterministic, runtime_fingerprint
+from galahad.workers.runtime import COMPUTE_DTYPES, RuntimeConfig, deterministic, runtime_fingerprint
 
 
 @dataclass
@@ -87,6 +88,11 @@ class Engine:
         self.arch_facts = loaded.arch.runtime_facts(loaded.model.config)
         self.runtime_fingerprint = runtime_fingerprint(runtime, self.arch_facts)
         self.kernels = get_mode(runtime.kernel_mode)
+        if runtime.compute_dtype != "float32":  # a generator's (`GeneratorRuntime`): the weights cast once
+            if runtime.compute_dtype not in COMPUTE_DTYPES or runtime.kernel_mode != "stock":
+                raise GalahadError(f"compute dtype {runtime.compute_dtype!r} runs under the stock kernels only "
+                                   f"(one of {', '.join(COMPUTE_DTYPES)}; kernel mode {runtime.kernel_mode!r})")
+            self.model.to(getattr(torch, runtime.compute_dtype))
 
     @property
     def model_fingerprint(self) -> str:

@@ -64,7 +64,7 @@ class LearningJob:
             catalog.queue.release_all()  # claims left by a killed local job: we hold the lock, so they are stale
         self.generators, self.depositor, self.fingerprint = start_workers(
             workers.model, workers.model_cache, DEFAULT_RUNTIME.with_(kernel_mode=resolve(workers.kernel_mode, workers.device)[0]), workers.device, workers.generators,
-            str(store.root), workers.chain_max_tokens, store.ram.capacity)
+            str(store.root), workers.chain_max_tokens, store.ram.capacity, config.sampling.dtype)
         # The facts behind the depositor's runtime fingerprint, as it read them (its device, its model's
         # architecture facts), so that on another machine a foreign artifact's difference can be named.
         catalog.runtimes.record(*ray.get(self.depositor.runtime_record.remote()))

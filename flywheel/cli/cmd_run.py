@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all-templates", action="store_true", help="seed every problem (default: the train split)")
     p.add_argument("--sampler", choices=["batched", "sequential"], default=sampling.sampler,
                    help=f"decode a round's samples as one batch or one by one (default {sampling.sampler})")
+    p.add_argument("--sampler-dtype", choices=["auto", "float32", "bfloat16"], default=sampling.dtype,
+                   help="what the generators compute in (auto: bfloat16 where the CPU computes it natively, under the "
+                        "stock kernels; deposits and grafts stay the exact engine's; default " + sampling.dtype + ")")
     p.add_argument("--round-size", type=count(), default=None,
                    help=f"samples per problem per round (default {DEFAULTS.loop.round_size})")
     p.add_argument("--problems-per-call", type=count(), default=None,
@@ -119,7 +122,7 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
     scope = _scope(catalog, args.tenant)
     admit(catalog, *items, scope=scope)  # conflicts with golds already in the catalog refuse the file, nothing started
     sampling = SamplingConfig(k=args.k, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
-                              sampler=args.sampler, batch_rows=args.batch_rows)
+                              sampler=args.sampler, batch_rows=args.batch_rows, dtype=args.sampler_dtype)
     config = LoopConfig(limit=args.limit, sampling=sampling, round_size=args.round_size or LoopConfig.round_size,
                         problems_per_call=args.problems_per_call, store_budget=args.store_budget,
                         gold_solutions=args.gold_solutions)
