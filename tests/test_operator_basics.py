@@ -67,11 +67,11 @@ def test_request_latency_is_labelled_by_route_and_answer_path_and_streams_record
     with Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}") as cat:
         metrics = Metrics(cat.stats)
         ctx = request.begin()  # what the middleware does before the route
-        metrics.answer("key", 0.01, "/v1/solve")  # the route's answer marks its path
+        metrics.answer("key", 0.01)  # the route's answer marks its path
         metrics.request("/v1/solve", 200, 0.02, None, ctx.path)
         metrics.request("/healthz", 200, 0.001, None, request.begin().path)
         ctx = request.begin()
-        metrics.answer("something-new", 0.01, "/v1/solve")  # bounded labels: an unknown path is "other"
+        metrics.answer("something-new", 0.01)  # bounded labels: an unknown path is "other"
         metrics.request("/v1/solve", 200, 0.02, None, ctx.path)
         sent = list(metrics.timed_stream([b"role", b"first", b"done"], 1, 0.0, "/v1/chat/completions", "hash"))
         assert sent == [b"role", b"first", b"done"]
