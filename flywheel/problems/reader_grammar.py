@@ -27,7 +27,7 @@ GRAMMAR = r"""
 %declare RECIPROCAL ABSOLUTE GO WORTH AS IN NUMBERW THEN GIVEN DOES BETWEEN RATIO FRACTIONW ASPERCENT OUT
 %declare CHANGE OFF ON TIP ITEMS SPLIT AMONG EVENLY LEAVES INTEGER SQRTSYM CBRTSYM SQRTP CBRTP WHICH OR
 %declare RAISE BE SUCH THAT MUST MODSYM FLOOR EQUATION SATISFIES NEGATE ABSF POWW DISTANCE FAR APART
-%declare DISCOUNT WITH SAVE AFTER PRICE PER CLOCK MAXIMUM MINIMUM WAYS LONG
+%declare DISCOUNT WITH SAVE AFTER PRICE PER CLOCK MAXIMUM MINIMUM WAYS LONG MOREADJ LESSADJ PAY BACK NUMBERS RANGE
 
 start: (SEP | COLON)* _question (SEP | COMMA)*
 _question: ask | equation_q | functions_q
@@ -124,8 +124,12 @@ percent: (NUM | frac) (PCT | PERCENT)
       // 3" stays refused: 2 - 3 in school algebra, |2 - 3| in speech)
       | DISTANCE BETWEEN sexpr AND _arg2 -> distance | HOW FAR APART IS sexpr AND _arg2 -> distance
       // "the greater of a and b", "the smaller of a and b": max, min (two equal numbers: no key)
-      | (MORE | MAXIMUM) OF sexpr AND _arg2 -> maximum | (LESS | MINIMUM) OF sexpr AND _arg2 -> minimum
-      | QUOTIENT OF sexpr (AND | DIVBY) _arg2 -> quotient | RATIO OF sexpr TO _arg2 -> quotient
+      // "the largest of 3, 9 and 4", "max(3, 9, 4)" (a tie for the extreme: no key)
+      | (MORE | MAXIMUM) OF items -> maximum | (LESS | MINIMUM) OF items -> minimum
+      | MAXIMUM LP items RP -> maximum | MINIMUM LP items RP -> minimum
+      | QUOTIENT OF sexpr (AND | DIVBY) _arg2 -> quotient
+      // "the ratio of 4 to 12", "4:12 as a fraction" (reader_lexer): a / b as a number
+      | RATIO OF sexpr TO _arg2 -> ratio
       | (MEAN OF | MEAN) items -> mean | MEDIAN OF items -> median
       | (SQUARE OF | SQUARE) of_arg -> square | (CUBE OF | CUBE) of_arg -> cube
       | SQRT of_arg -> sqrt | CBRT of_arg -> cbrt
@@ -141,8 +145,9 @@ _tip: TIP | DISCOUNT
 _span: FROM clock TO clock | BETWEEN clock AND clock
 clock: CLOCK NUM
 _tail: (COMMA | SEP)+ HOW MUCH IS _tip
+_total: (COMMA | SEP)+ (WHAT IS | HOW MUCH IS)? (SUM COST? | PRICE | SUM PRICE)
 ?of_arg: satom | expr | WHAT -> var
-items: sexpr (COMMA sexpr)* COMMA? AND (sexpr | expr) | sexpr (COMMA sexpr)+ | sexpr (AND sexpr)+
+items: NUMBERS? (sexpr (COMMA sexpr)* COMMA? AND (sexpr | expr) | sexpr (COMMA sexpr)+ | sexpr (AND sexpr)+)
 
 // ---- commands ------------------------------------------------------------------------------------------
 ?command: ADD sexpr AND sneg -> c_add | ADD sexpr TO sneg -> c_add | (ADD | SUM) items -> sum
@@ -167,7 +172,7 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | sexpr MORETHAN sexpr -> rel_more | sexpr LESSTHAN sexpr -> rel_less
         | percent OFF sexpr -> off | sexpr (OFF | LESS) percent -> off_r
         | A? percent _tip (ON | OF) sexpr _tail? -> part_of | _tip OF percent ON sexpr -> part_of
-        | _tip ON sexpr AT percent OFF? -> tip_at | HOW MUCH SAVE WITH percent OFF sexpr -> part_of
+        | _tip ON sexpr AT percent OFF? -> tip_at
         // a discount takes the part off ("$80 with 25% off", "the price of $80 after a 25% discount")
         // time elapsed between two clock times ("from 10 pm to 6 am": the next morning), or two whole hours of
         // the 24-hour clock ("how many hours from 9 to 17", the second after the first)
@@ -176,7 +181,18 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | HOW MANY UNIT (IS IT)? FROM NUM TO NUM -> elapsed_24
         | HOW LONG IS IT? _span IN UNIT -> elapsed_r
         // a tip or tax added: "$25 plus 8% tax", "$40 with a 15% tip"
-        | sexpr (PLUS | WITH) A? percent TIP -> plus_part | percent OFF OF sexpr -> off
+        | sexpr (PLUS | PLUSS | WITH) A? percent TIP -> plus_part | percent OFF OF sexpr -> off
+        | SUM WITH A? percent TIP ON sexpr -> tip_total | SUM COST? OF sexpr (PLUS | PLUSS | WITH) A? percent TIP -> plus_part
+        | sexpr AFTER A? percent INCREASE -> plus_part | sexpr AFTER A? percent DECREASE -> off_r
+        | HOW MUCH _tip ON sexpr AT percent OFF? -> tip_at | PRICE? OF? sexpr AT percent OFF -> off_r
+        | PRICE AFTER A? percent DISCOUNT ON sexpr -> off | HOW MUCH IS? SAVE WITH percent OFF sexpr -> part_of
+        // an amount less a percent of it: "$80 minus 25%" (money only: "80 minus 25%" may be 79.75)
+        | sexpr (MINUS | DASH) percent -> minus_pct | sexpr (PLUS | PLUSS) percent -> plus_pct
+        | SUM COST? OF quantity -> total
+        // change from a payment: "change from $20 for a $13.75 purchase", "if you pay $20 for $13.75, how much change"
+        | (HOW MUCH)? CHANGE BACK? FROM sexpr (FOR | ON | IF REMOVE | AFTER REMOVE) sexpr -> change
+        | PAY WITH? sexpr FOR sexpr (COMMA | SEP)* (HOW MUCH | WHAT IS)? CHANGE BACK? -> change
+        | sexpr DIVIDED EVENLY? (AMONG | BETWEEN) NUM ITEMS? -> c_divide
         | sexpr SPLIT NUM WAYS -> c_divide
         | sexpr WITH percent OFF -> off_r | PRICE? OF? sexpr AFTER (A? percent DISCOUNT | percent OFF) -> off_r
         | sexpr (IN | TO | INTO | AS) UNIT -> convert | sexpr (IS | EQ) HOW MANY UNIT -> convert
@@ -195,9 +211,15 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | (WHAT NUM ITEMS? COST | (COST | PRICE) OF NUM ITEMS?) AT sexpr EACH -> at_each
         // the price of one: "price per item if 3 cost $7.50", "$7.50 for 3, what is the price of one?"
         | PRICE PER ITEMS IF NUM ITEMS? COST sexpr -> unit_price
-        | sexpr FOR NUM ITEMS? (COMMA | SEP)* WHAT IS PRICE OF NUM -> unit_price_r
-        | (WHAT IS PRICE OF NUM | HOW MUCH DOES NUM COST) IF NUM ITEMS? COST sexpr -> unit_price_one
-        | IF NUM ITEMS? COST sexpr (COMMA | SEP)* (WHAT IS PRICE OF NUM | (HOW MUCH | WHAT) DOES NUM COST) -> unit_price_if
+        | sexpr FOR NUM ITEMS? (COMMA | SEP)* WHAT IS PRICE OF NUM ITEMS? -> unit_price_r
+        | (WHAT IS PRICE OF NUM ITEMS? | HOW MUCH DOES NUM ITEMS? COST) IF NUM ITEMS? COST sexpr -> unit_price_one
+        | IF NUM ITEMS? COST sexpr (COMMA | SEP)* (WHAT IS PRICE OF NUM ITEMS? | (HOW MUCH | WHAT) DOES NUM ITEMS? COST) -> unit_price_if
+        | HOW MUCH FOR? NUM ITEMS? COST? AT sexpr EACH -> at_each
+        | NUM ITEMS? (AT | COST) sexpr EACH (COMMA | SEP)* (WHAT IS | HOW MUCH IS)? SUM COST? -> at_each
+        // the total after a tip or tax, the price after a discount: "8% tax on $25, what is the total?"
+        | A? percent TIP (ON | OF) sexpr _total -> tip_total | A? percent DISCOUNT (ON | OF) sexpr _total -> off
+        | sexpr IS percent OFF (COMMA | SEP)* (WHAT IS PRICE | HOW MUCH IS IT | WHAT DOES IT COST) -> off_r
+        | RANGE OF items -> range
 ?compare: HOW (MUCH | MANY) MORE IS sexpr THAN sexpr -> cmp_more | HOW MUCH LESS IS sexpr THAN sexpr -> cmp_less
        | BY HOW MUCH IS sexpr MORE THAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESS THAN sexpr -> cmp_less
        | HOW (MUCH | MANY) MORE THAN sexpr IS sexpr -> cmp_less | HOW MUCH LESS THAN sexpr IS sexpr -> cmp_more
@@ -210,12 +232,24 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
        | BY HOW MUCH DOES? sexpr EXCEED sexpr -> cmp_more | sexpr IS HOW MUCH MORETHAN sexpr -> cmp_more
        | BY HOW MUCH IS sexpr MORETHAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESSTHAN sexpr -> cmp_less
        | HOW MUCH LESSTHAN sexpr IS sexpr -> cmp_more | HOW MUCH MORETHAN sexpr IS sexpr -> cmp_less
-       | sexpr IS HOW MANY TIMES (AS MORE AS)? sexpr -> cmp_times
-       | HOW MANY TIMES (AS MORE AS)? sexpr IS sexpr -> cmp_times_r
+       | sexpr IS HOW MANY TIMES (AS (MORE | MUCH) AS)? sexpr -> cmp_times
+       | HOW MANY TIMES (AS (MORE | MUCH) AS)? sexpr IS sexpr -> cmp_times_r | HOW MANY TIMES AS MUCH IS sexpr AS sexpr -> cmp_times
+       // the question embedded: "find how much bigger 90 is than 65"
+       | HOW MUCH (MORE | MOREADJ) sexpr IS THAN sexpr -> cmp_more | HOW MUCH (LESS | LESSADJ) sexpr IS THAN sexpr -> cmp_less
+       | MAXIMUM NUMBERW? (IN | AMONG) items -> maximum | MINIMUM NUMBERW? (IN | AMONG) items -> minimum
        | HOW MANY TIMES MORE IS sexpr THAN sexpr -> cmp_times | HOW MANY TIMES AS MORE IS sexpr AS sexpr -> cmp_times
        | HOW MANY TIMES DOES sexpr GO INTO sexpr -> cmp_times_r
-       | WHICH NUMBERW? IS MORE (COMMA | COLON)? sexpr OR _arg2 -> maximum
-       | WHICH NUMBERW? IS LESS (COMMA | COLON)? sexpr OR _arg2 -> minimum
+       | WHICH NUMBERW? IS (MORE | MAXIMUM) (COMMA | COLON)? choices -> maximum
+       | WHICH NUMBERW? IS (LESS | MINIMUM) (COMMA | COLON)? choices -> minimum
+       | WHAT IS MAXIMUM NUMBERW (COMMA | COLON)? choices -> maximum
+       | WHAT IS MINIMUM NUMBERW (COMMA | COLON)? choices -> minimum
+       // a comparative of a measure ("how much taller is 180 cm than 165 cm", "65 is how much smaller than 90")
+       | HOW MUCH MOREADJ IS sexpr THAN sexpr -> cmp_more | HOW MUCH LESSADJ IS sexpr THAN sexpr -> cmp_less
+       | BY HOW MUCH IS sexpr MOREADJ THAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESSADJ THAN sexpr -> cmp_less
+       | sexpr IS HOW MUCH (MORE | MOREADJ) THAN sexpr -> cmp_more
+       | sexpr IS HOW MUCH (LESS | LESSADJ) THAN sexpr -> cmp_less | sexpr IS HOW MUCH LESSTHAN sexpr -> cmp_less
+       | HOW MANY TIMES IS sexpr MORE THAN sexpr -> cmp_times | sexpr IS HOW MANY TIMES MORE THAN sexpr -> cmp_times
+choices: sexpr (COMMA sexpr)* COMMA? OR _arg2 -> items | sexpr (COMMA sexpr)+ -> items
 
 // ---- equations and functions ---------------------------------------------------------------------------
 equation_q: _eq_pre? equation _eq_post?

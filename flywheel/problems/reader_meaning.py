@@ -155,14 +155,39 @@ def _distance(a, b):
 
 
 def _extreme(kind: str):
-    def read(a, b):
-        va, vb = rt.value(a[0]), rt.value(b[0])
-        if not _plain(a, b) or va is None or vb is None:
+    """The larger (smaller) of a and b, or of a list ("the largest of 3, 9 and 4"): plain numbers only; a tie
+    for it gets no key (either, or "they are equal")."""
+    def read(*rs):
+        trees = rs[0][0] if len(rs) == 1 and rs[0][1] == "items" else tuple(r[0] for r in rs)
+        if len(rs) != 1 and not _plain(*rs):
             return None
-        if va == vb:
+        vals = [rt.value(t) for t in trees]
+        if None in vals or len(vals) < 2:
+            return None
+        if vals.count(max(vals) if kind == ">" else min(vals)) > 1:
             raise Refuse("the larger of two equal numbers: either, or 'they are equal'")
-        return rt.extreme(kind, (a[0], b[0])), None
+        return rt.extreme(kind, trees), None
     return read
+
+
+def _money(r) -> bool:
+    return isinstance(r[1], tuple) and r[1][0] == "money"
+
+
+def _change(paid, price):
+    """The change from paying `paid` for `price`: both money, paid >= price."""
+    if not (_money(paid) and _money(price)):
+        return None
+    vp, vq = rt.value(paid[0]) * paid[1][1], rt.value(price[0]) * price[1][1]
+    if vp < vq:
+        raise Refuse("paid less than the price: no change")
+    return _sub(paid, price)
+
+
+def _ratio(a, b):
+    """The ratio of a to b as a number: a / b (b not zero)."""
+    vb = rt.value(b[0])
+    return _div(a, b) if _plain(a, b) and vb else None
 
 
 def _elapsed(unit: Token, t1: Fraction, t2: Fraction, wrap: bool = True):
@@ -377,7 +402,11 @@ M = {
     "pct_down": lambda a, b: _pct_change(a, b, -1),
     "sum": _sum_items, "product": lambda it: (rt.mul(*it[0]), None), "items": _items,
     "difference": _difference, "distance": _distance, "maximum": _extreme(">"), "minimum": _extreme("<"),
-    "quotient": _quotient, "mean": _mean,
+    "quotient": _quotient, "mean": _mean, "ratio": _ratio, "change": _change,
+    "minus_pct": lambda a, p: _relative(a, p, -1) if _money(a) else None,
+    "plus_pct": lambda a, p: _relative(a, p, 1) if _money(a) else None,
+    "range": lambda it: (rt.sub(rt.extreme(">", it[0]), rt.extreme("<", it[0])), None) if len(it[0]) > 1 else None,
+    "tip_total": lambda p, a: _relative(a, p, 1), "total": lambda q: q if q[1] not in PLAIN + ("%",) else None,
     "median": lambda it: (rt.median(it[0]), None),
     "square": lambda a: _pow(a, (rt.num(2), None)), "cube": lambda a: _pow(a, (rt.num(3), None)),
     "sqrt": lambda a: _pow(a, (rt.num(Fraction(1, 2)), None)),
