@@ -288,7 +288,16 @@ def parser() -> Lark:
     global _PARSER
     if _PARSER is None:
         _PARSER = Lark(GRAMMAR, parser="earley", lexer=_Tokens, ambiguity="explicit")
+        for rule in _PARSER.rules:  # a rule's name is a lark Token, compared in Python on every Earley step; as the
+            rule.origin.name = str(rule.origin.name)  # plain string it is equal to the same strings, compared in C
     return _PARSER
+
+
+# usum/uprod read word operators ("plus", "times") by the usual precedence beside symbols. In a text with no word
+# operator they derive exactly what ssum/sprod derive (add, sub, mul, div of the same operands, read by the same
+# meanings), so they add only copies of parses: for such a text they are left out (the readings are the same set).
+_WORD_OPS = frozenset({"PLUS", "MINUS", "LESS", "TAKE", "TIMES", "DIVBY", "OVER"})
+_WORD_TIER_COPY = frozenset({"usum", "uprod"})
 
 
 @lru_cache(maxsize=512)
@@ -297,7 +306,8 @@ def parser_for(terminals: frozenset) -> ParsingFrontend:
     A rule that needs a terminal the text lacks takes part in no parse of it, so the parses, and with them
     every reading, are the same as the whole grammar's; only the work per token is far smaller."""
     full = parser()
-    rules = [r for r in full.rules if all(not s.is_term or s.name in terminals for s in r.expansion)]
+    rules = [r for r in full.rules if all(not s.is_term or s.name in terminals for s in r.expansion)
+             and (terminals & _WORD_OPS or r.origin.name not in _WORD_TIER_COPY)]
     while True:  # drop rules that need a rule no longer there
         have = {r.origin for r in rules}
         kept = [r for r in rules if all(s.is_term or s in have for s in r.expansion)]
