@@ -78,7 +78,7 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\bas an? (?:simplified |common |proper |improper )?(?:fraction|decimal|whole number|number)\b", " "),
     (r"\bin (?:its )?(?:simplest|lowest) (?:form|terms)\b", " "), (r"\bwhat'?s\b", "what is"),
     (r"\b(\d+)\s*(?:to the)\s*(\d+)(?:st|nd|rd|th)\b", r"\1 poww \2"), (r"\bout of\b", " divby "), (r"\braised to(?: the power of| the power)?\b", " poww "),
-    (r"\bto the (?:power of|power)\b", " poww "), (r"\bmultiplied by\b", " * "),
+    (r"\bto the (?:power of|power)\b", " poww "), (r"\bmultiplied by\b", " mulby "),
     (r"\bdivided by\b", " divby "), (r"\bsquare root of\b", " sqrt "), (r"\bcube root of\b", " cbrt "),
     (r"\bmore than\b", " morethan "), (r"\bless than\b", " lessthan "), (r"\bfewer than\b", " lessthan "),
     (r"\bsqrt\s*(?=\()", " sqrtp "), (r"\bcbrt\s*(?=\()", " cbrtp "),
@@ -245,6 +245,8 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
     nxt = words[i + 1] if i + 1 < len(words) else ""
     if w == "dollarsign":
         return [Token("DOLLAR", "$")]
+    if w == "mulby":  # "multiplied by": the symbol's grammar, its words kept for reader_doubt
+        return [Token("STAR", "multiplied by")]
     if w in lx.IDIOMS:
         return [Token("IDIOM", str(lx.IDIOMS[w]))]
     if w in lx.DENOM_ONE and w != "second":
