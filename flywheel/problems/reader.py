@@ -13,6 +13,7 @@ from lark.exceptions import LarkError
 from galahad.flywheel.problems import reader_tree as rt
 from galahad.flywheel.problems.reader_doubt import doubtful
 from galahad.flywheel.problems.reader_grammar import parser_for
+from galahad.flywheel.problems.reader_keys import key_solution
 from galahad.flywheel.problems.reader_lexer import Refuse, tokens
 from galahad.flywheel.problems.reader_meaning import readings
 
@@ -31,7 +32,7 @@ def _key_of(reading, one_unit: bool, letter: bool) -> tuple[str, Fraction] | Non
         if form is None:
             return None
         k = f"q:{form[0]}x{form[1]:+d}"
-        return k, rt.key_solution(k)
+        return k, key_solution(k)
     if kind not in (None, "w", "d") and not (isinstance(kind, tuple) and kind[0] != "items" and one_unit):
         return None
     if rt.has_var(tree) or (tree[0] == "n" and tree[2].denominator == 1):
