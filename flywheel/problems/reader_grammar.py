@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from lark import Lark
 from lark.common import ParserConf
+from lark.grammar import Rule, Symbol
 from lark.lexer import Lexer
 from lark.parser_frontends import ParsingFrontend, _construct_parsing_frontend
 
@@ -288,9 +289,28 @@ def parser() -> Lark:
     global _PARSER
     if _PARSER is None:
         _PARSER = Lark(GRAMMAR, parser="earley", lexer=_Tokens, ambiguity="explicit")
-        for rule in _PARSER.rules:  # a rule's name is a lark Token, compared in Python on every Earley step; as the
-            rule.origin.name = str(rule.origin.name)  # plain string it is equal to the same strings, compared in C
+        # Earley compares symbols and rules millions of times: a rule's name (a lark Token, compared in Python) is
+        # made a plain string (equal to the same strings, compared in C), and each symbol one shared object, so
+        # that equal symbols are mostly the same object and the identity test below answers first
+        shared: dict = {}
+        for rule in _PARSER.rules:
+            rule.origin.name = str(rule.origin.name)
+            rule.origin = shared.setdefault((False, rule.origin.name), rule.origin)
+            rule.expansion = [shared.setdefault((s.is_term, s.name), s) for s in rule.expansion]
     return _PARSER
+
+
+def _identity_first(eq):
+    """`a == b` answered `True` at once when a is b (these equalities are reflexive: the same answers)."""
+    def fast(self, other):  # noqa: ANN001, ANN202
+        return self is other or eq(self, other)
+    return fast
+
+
+if not getattr(Symbol.__eq__, "_identity_first", False):
+    for _cls in (Symbol, Rule):
+        _cls.__eq__ = _identity_first(_cls.__eq__)
+        _cls.__eq__._identity_first = True
 
 
 # usum/uprod read word operators ("plus", "times") by the usual precedence beside symbols. In a text with no word
