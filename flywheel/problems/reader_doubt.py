@@ -31,18 +31,52 @@ def _mixed_words(toks) -> bool:
     return (words and bool(adds) and bool(muls)) or any(k in _MUL_WORDS or k in ("STAR", "SLASH") for k in after_div)
 
 
-# a word or sign that takes an operand on its right ("twice 3", "the square of 3", "-3", "negative 3")
+# a word that takes an operand on its right ("twice 3", "the square of 3", "the negative of 3"); LINEAR ones
+# commute with a scaling ("twice 3 over 4" is 6/4 read either way)
 _PREFIX = {"TWICE", "DOUBLE", "TRIPLE", "HALVE", "SQUARE", "CUBE", "SQRT", "CBRT", "OPPOSITE", "RECIPROCAL",
-           "ABSOLUTE", "NEGATE"}
+           "ABSOLUTE", "NEGATE", "NEGOF"}
+_LINEAR = {"TWICE", "DOUBLE", "TRIPLE", "HALVE", "OPPOSITE", "NEGATE", "NEGOF", "ABSOLUTE", "SIGN"}
+_SCALING = {"TIMES", "MULBY", "STAR", "OVER", "DIVBY", "SLASH"}
 _POSTFIX = {"SQUARED", "CUBED", "DOUBLED", "TRIPLED", "HALVED", "POWW"}
 # what, standing left of a postfix word, makes its operand open: an infix operator in words, a power in words, a
 # prefix word or a sign ("8 multiplied by 3 squared": 72 or 576; "-5 squared"; "a quarter to the third power
 # doubled"; "twice 3 squared"; "the sum of 2 and 3 squared"; "half of 4 squared"). A symbol operator closes it:
-# "4 + 3 squared" is 4 + 3^2, a postfix word binding as a written power does.
-_OPENS = _ADD_WORDS | _MUL_WORDS | _PREFIX | {"MULBY", "POWW", "AND", "OF", "TO", "BY", "FROM", "INTO", "NEGATIVE", "MINUS",
-                                             "TAKE", "ADD", "SUBTRACT", "MULTIPLY", "DIVIDE"}
-_SYMBOL_INFIX = {"PLUSS", "STAR", "SLASH"}
-_INFIX = _ADD_WORDS | _MUL_WORDS | {"MULBY", "PLUSS", "STAR", "SLASH", "TO", "BY", "FROM", "INTO"}
+# "4 + 3 squared" is 4 + 3^2, a postfix word binding as a written power does. A scaling postfix ("doubled")
+# meets a sign, a product or a linear prefix with one value either way ("negative 15 doubled", "8 times 3
+# doubled").
+_OPENS = _ADD_WORDS | _MUL_WORDS | _PREFIX | {"MULBY", "POWW", "AND", "OF", "TO", "BY", "FROM", "INTO", "SIGN"}
+_SYMBOL_INFIX = {"PLUSS", "STAR", "SLASH", "BDASH"}
+# an infix operator after a prefix word opens its operand ("twice 3 plus 4"); a command's "to", "by", "from" only
+# close it ("divide twice 9 by 5", "take 11 away from the opposite of 5")
+_INFIX = _ADD_WORDS | _MUL_WORDS | {"MULBY", "PLUSS", "STAR", "SLASH", "BDASH"}
+_FRAME = {"WHAT", "IS", "HOW", "MUCH", "COLON", "SEP", "COMMA", "EQUALS", "EQ"}
+# "the sum of a and b", "the quotient of a and b": "of" opens a list whose "and" closes the first operand
+_LIST_PHRASE = {"SUM", "PRODUCT", "DIFFERENCE", "QUOTIENT", "MEAN", "MEDIAN", "RATIO", "MORE", "LESS", "MAXIMUM",
+                "MINIMUM", "RANGE", "REMAINDER", "DISTANCE"}
+
+
+def _roles(toks) -> list[str]:
+    """Token types with their role where the type has two: a sign or a binary minus (SIGN, BDASH), "the
+    negative of" (NEGOF), "take" as a command or an infix, "of" in a frame ("what is the value of"),
+    "multiplied by" (MULBY, a word operator the grammar reads as `*`)."""
+    out: list[str] = []
+    for i, t in enumerate(toks):
+        k, prev = t.type, (out[-1] if out else None)
+        after_operand = i > 0 and toks[i - 1].type in _OPERAND_END
+        if k == "STAR" and t.value == "multiplied by":
+            k = "MULBY"
+        elif k in ("DASH", "MINUS"):
+            k = ("BDASH" if k == "DASH" else "MINUS") if after_operand else "SIGN"
+        elif k == "NEGATIVE":
+            k = "NEGOF" if i + 1 < len(toks) and toks[i + 1].type == "OF" else "SIGN"
+        elif k == "TAKE" and not after_operand:
+            k = "TAKECMD"
+        elif k == "OF" and (prev is None or prev in _FRAME):
+            k = "OFFRAME"
+        elif k == "OF" and prev in _LIST_PHRASE:
+            k = "OFLIST"
+        out.append(k)
+    return out
 
 
 def _open_postfix(kinds: list[str]) -> bool:
@@ -50,6 +84,7 @@ def _open_postfix(kinds: list[str]) -> bool:
     for j, k in enumerate(kinds):
         if k not in _POSTFIX:
             continue
+        opens = _OPENS - _LINEAR - _SCALING if k in ("DOUBLED", "TRIPLED", "HALVED") else _OPENS
         depth = 0
         for i in range(j - 1, -1, -1):
             t = kinds[i]
@@ -59,10 +94,9 @@ def _open_postfix(kinds: list[str]) -> bool:
                 if depth == 0:
                     break
                 depth -= 1
-            elif depth == 0 and (t in ("SEP", "EQ") or t in _SYMBOL_INFIX
-                                 or (t == "DASH" and i and kinds[i - 1] in _OPERAND_END)):
+            elif depth == 0 and (t in ("SEP", "EQ") or t in _SYMBOL_INFIX):
                 break
-            elif depth == 0 and (t in _OPENS or t == "DASH"):
+            elif depth == 0 and t in opens:
                 return True
     return False
 
@@ -71,29 +105,49 @@ _FRACTION = {"TSLASH", "FRAC1", "FRACN", "SLASH"}
 
 
 def _prefix_beside_infix(kinds: list[str]) -> bool:
-    """A prefix word ("twice", "the opposite of", "the negative of") with an infix operator after it, or before
-    a mixed number in words: "the opposite of 4/5 added to 10", "double three and seven eighths" (2 x 31/8 or
-    2 x 3 + 7/8). ("9 plus the square root of 16", "3 more than twice 5": the operand can only be 16, 5.)"""
-    pre = [i for i, k in enumerate(kinds) if k in _PREFIX or (k == "NEGATIVE" and kinds[i + 1:i + 2] == ["OF"])]
-    if not pre:
-        return False
-    after = kinds[pre[0]:]
-    binary_dash = any(k == "DASH" and i and kinds[i - 1] in _OPERAND_END for i, k in enumerate(kinds) if i > pre[0])
-    if binary_dash or any(k in _INFIX for k in after):
-        return True
-    return any(after[i:i + 2] == ["NUM", "AND"] and (after[i + 2:i + 4] in (["A", "FRAC1"], ["NUM", "FRAC1"],
-                                                                            ["NUM", "FRACN"])
-                                                     or after[i + 2:i + 3] == ["FRAC1"]) for i in range(len(after)))
+    """A prefix word ("twice", "the opposite of", "the negative of") with an infix operator after it, outside
+    brackets, or a bare one ("twice", not "the cube of") just before a mixed number in words: "the opposite of
+    4/5 added to 10", "double three and seven eighths" (2 x 31/8 or 2 x 3 + 7/8). ("9 plus the square root
+    of 16", "3 more than twice 5", "the negative of (2 / 4)", "the cube of three and one half": the operand
+    can only be 16, 5, the bracket, the mixed number.)"""
+    for p, k in enumerate(kinds):
+        if k not in _PREFIX:
+            continue
+        depth = 0
+        for t in kinds[p + 1:]:
+            depth += (t == "LP") - (t == "RP")
+            if depth == 0 and t in _INFIX and not (k in _LINEAR and t in _SCALING):
+                return True
+        after = kinds[p + 1:p + 5]
+        if after[:2] == ["NUM", "AND"] and (after[2:4] in (["A", "FRAC1"], ["NUM", "FRAC1"], ["NUM", "FRACN"])
+                                           or after[2:3] == ["FRAC1"]):
+            return True
+    return False
+
+
+def _fractions(kinds: list[str]) -> list[int]:
+    """Where a fraction stands alone: not in a mixed number ("four and a fifth"), "half a dozen", a percent."""
+    out = []
+    for i, k in enumerate(kinds):
+        if k not in _FRACTION:
+            continue
+        before, nxt = kinds[max(0, i - 2):i], kinds[i + 1:i + 3]
+        if "AND" in before or nxt[:1] in (["PCT"], ["PERCENT"]) or nxt == ["A", "IDIOM"] or \
+                (k == "TSLASH" and nxt[1:2] in (["PCT"], ["PERCENT"])):
+            continue
+        out.append(i)
+    return out
 
 
 def _fraction_relative(kinds: list[str]) -> bool:
     """A fraction as the amount of a relative change, where writers take it as a part or as a number: "1/4
     squared less than 3/5", "two thirds squared more than four", "16 reduced by (1 take away 3/6)" (the
     reader's meanings refuse a bare fraction there; these hide it inside a larger operand)."""
+    fr = _fractions(kinds)
     for i, k in enumerate(kinds):
-        if k in ("MORETHAN", "LESSTHAN") and _FRACTION & set(kinds[:i]):
+        if k in ("MORETHAN", "LESSTHAN") and any(f < i for f in fr):
             return True
-        if k in ("INCREASED", "DECREASED") and _FRACTION & set(kinds[i + 1:]):
+        if k in ("INCREASED", "DECREASED") and any(f > i for f in fr):
             return True
     return False
 
@@ -106,6 +160,6 @@ def _tight_fraction_power(kinds: list[str]) -> bool:
 
 def doubtful(toks) -> bool:
     """A token stream with a grouping writers disagree on (see the rules above): no key."""
-    kinds = [("MULBY" if t.type == "STAR" and t.value == "multiplied by" else t.type) for t in toks]
+    kinds = _roles(toks)
     return (_mixed_words(toks) or _open_postfix(kinds) or _prefix_beside_infix(kinds) or _fraction_relative(kinds)
             or _tight_fraction_power(kinds))

@@ -86,7 +86,8 @@ M = {
     "more_than": lambda a, b: _add(b, a) if a[1] not in ("%", "w") else None,
     "rel_more": lambda a, b: _relative(b, a, 1), "rel_less": lambda a, b: _relative(b, a, -1),
     "increase": lambda a, b: _relative(a, b, 1), "decrease": lambda a, b: _relative(a, b, -1),
-    "amount": _amount, "amount_more": lambda q, n, u: _add(q, _amount(n, u)),
+    "amount": _amount, "amount_more": lambda q, n, u: _add(q, _amount(n, u))  # "3 ft 8 in": each unit smaller than the last
+    if q[1] not in PLAIN + ("%",) and _amount(n, u)[1][1] < q[1][1] else None,
     "idiom": _idiom, "idiom_and": lambda *c: _add(_idiom(*c[:-1]), (rt.num(Fraction(c[-1].value)), None)),
     "idiom_half": lambda *c: _add(_idiom(*c[:-2]), (rt.part_of(Fraction(1, 2), _idiom(*c[:-2])[0]), None))
     if c[-1].value == "2" else None,
