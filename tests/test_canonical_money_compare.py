@@ -43,6 +43,9 @@ KEYED = [
     ("the smallest of 3, 9 and 4", F(3)), ("which is smallest: 3, 9 or 4", F(3)), ("the range of 3, 9, 4", F(6)),
     ("the sum of the numbers 3, 4 and 5", F(12)), ("the ratio of 4 to 12", F(1, 3)), ("4:12 as a fraction", F(1, 3)),
     ("the ratio 4:12 as a fraction", F(1, 3)), ("12 : 4 as a number", F(3)), ("ratio of 4:12", F(1, 3)),
+    ("A meal costs $60. What is a 15% tip?", F(9)), ("What is the total cost of 3 items at $4.99 each?", F(1497, 100)),
+    ("What's the smallest number in the list 4, 9, 2, 7?", F(2)), ("By what amount does 90 exceed 65?", F(25)),
+    ("How far is 45 from 27?", F(18)), ("a $200 jacket is on sale for 25% off, what is the sale price", F(150)),
 ]
 
 NEAR_MISSES = [

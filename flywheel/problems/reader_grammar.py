@@ -124,6 +124,7 @@ percent: (NUM | frac) (PCT | PERCENT)
       // "the distance between a and b", "how far apart are a and b": |a - b| ("the difference between 2 and
       // 3" stays refused: 2 - 3 in school algebra, |2 - 3| in speech)
       | DISTANCE BETWEEN sexpr AND _arg2 -> distance | HOW FAR APART IS sexpr AND _arg2 -> distance
+      | HOW FAR IS sexpr FROM _arg2 -> distance
       // "the greater of a and b", "the smaller of a and b": max, min (two equal numbers: no key)
       // "the largest of 3, 9 and 4", "max(3, 9, 4)" (a tie for the extreme: no key)
       | (MORE | MAXIMUM) OF items -> maximum | (LESS | MINIMUM) OF items -> minimum
@@ -209,7 +210,7 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | PERCENT (DECREASE | DECREASED) FROM sexpr TO sexpr -> pct_down
         | NUM ITEMS? AT sexpr EACH? -> at_each | (SPLIT | DIVIDE) sexpr EVENLY? (AMONG | BETWEEN) NUM ITEMS? -> c_divide
         | sexpr SPLIT EVENLY? (AMONG | BETWEEN | BY) NUM ITEMS? ((COMMA | SEP)* HOW MUCH DOES? EACH)? -> c_divide
-        | (WHAT NUM ITEMS? COST | (COST | PRICE) OF NUM ITEMS?) AT sexpr EACH -> at_each
+        | (WHAT NUM ITEMS? COST | SUM? (COST | PRICE) OF NUM ITEMS?) AT sexpr EACH -> at_each
         // the price of one: "price per item if 3 cost $7.50", "$7.50 for 3, what is the price of one?"
         | PRICE PER ITEMS IF NUM ITEMS? COST sexpr -> unit_price
         | sexpr FOR NUM ITEMS? (COMMA | SEP)* WHAT IS PRICE OF NUM ITEMS? -> unit_price_r
@@ -221,6 +222,8 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | A? percent TIP (ON | OF) sexpr _total -> tip_total | A? percent DISCOUNT (ON | OF) sexpr _total -> off
         | sexpr IS percent OFF (COMMA | SEP)* (WHAT IS PRICE | HOW MUCH IS IT | WHAT DOES IT COST) -> off_r
         | RANGE OF items -> range
+        // "A meal costs $60. What is a 15% tip?": the part
+        | A? ITEMS (COST | IS) sexpr (SEP | COMMA)+ (WHAT IS | HOW MUCH IS) A? percent _tip -> tip_after
 ?compare: HOW (MUCH | MANY) MORE IS sexpr THAN sexpr -> cmp_more | HOW MUCH LESS IS sexpr THAN sexpr -> cmp_less
        | BY HOW MUCH IS sexpr MORE THAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESS THAN sexpr -> cmp_less
        | HOW (MUCH | MANY) MORE THAN sexpr IS sexpr -> cmp_less | HOW MUCH LESS THAN sexpr IS sexpr -> cmp_more

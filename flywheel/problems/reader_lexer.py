@@ -89,6 +89,7 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\bmidnight\b", " clockat 0 "),
     (r"\bsales tax\b", "tax"), (r"\bunit price\b", " price per item "), (r"\bsale price\b", " price "),
     (r"\bmore expensive\b", " pricier "), (r"\bless expensive\b", " cheaper "), (r"\bmin\s*(?=\()", " minimum "), (r"\bmin of\b", " minimum of "),
+    (r"\bby what amount\b", " by how much "), (r"\bon sale (?:for|at) (?=[\d.]+\s*(?:%|percent) off)", " "),
     (r"\bmarked (down|up)(?: by)?\b", lambda m: " decreased by " if m.group(1) == "down" else " increased by "),
     (r"\b(?:an?\s+)?(\d+|[a-z]+)[ -]dollar bill\b", r" \1 dollars "),
     # "a $25 purchase", "a $50 shirt": the amount; the noun after it names no number

@@ -14,7 +14,7 @@ please pls kindly compute calculate evaluate find determine work out simplify te
 the value result answer final exactly exact quickly quick question thanks thank you
 can could would will you i we just now precisely actually here following expression problem math
 write written express expressed simplest form respond reply only
-so hey hi okay ok mentally get do obtain solve money new
+so hey hi okay ok mentally get do obtain solve money new list
 """.split())
 # "a"/"an"/"what"/"is" are grammar tokens (a dozen, a third; frames), never skipped blindly.
 
@@ -69,7 +69,8 @@ shirt shirts toy toys cookie cookies candy candies bottle bottles cans box boxes
 muffin muffins sandwich sandwiches card cards stamp stamps marker markers eraser erasers drink drinks coffee
 coffees snack snacks sticker stickers donut donuts doughnut doughnuts cupcake cupcakes burger burgers pizza pizzas
 magazine magazines balloon balloons flower flowers plant plants chair chairs hat hats sock socks friends person
-students kids children
+students kids children meal meals dinner lunch breakfast jacket jackets coat coats dress dresses
+game games phone phones bike bikes watch watches lamp lamps sweater sweaters
 """.split())
 
 # words that are grammar tokens: word -> token type (several words may share a type)

@@ -103,7 +103,7 @@ M = {
     "mixed_post": lambda n, w, p: _add((rt.num(Fraction(n.value)), None), _postfix(w, p)),
     "pow_div": lambda b, e, n: _div(_pow(b, e) or (None, "%"), (rt.num(Fraction(n.value)), None)),
     "off": lambda p, a: _relative(a, p, -1), "off_r": lambda a, p: _relative(a, p, -1),
-    "tip_at": lambda a, p: _part(p, a),
+    "tip_at": lambda a, p: _part(p, a), "tip_after": lambda a, p: _part(p, a),
     "frac_of": lambda a, b: _div(a, b) if _plain(a, b) else None, "frac_of_r": lambda b, a: _div(a, b),
     "as_percent": lambda a: (rt.mul(a[0], rt.num(100)), None) if _plain(a) else None,
     "pct_change": lambda a, b: _pct_change(a, b, 0), "pct_up": lambda a, b: _pct_change(a, b, 1),
