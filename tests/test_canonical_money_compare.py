@@ -46,6 +46,7 @@ KEYED = [
     ("A meal costs $60. What is a 15% tip?", F(9)), ("What is the total cost of 3 items at $4.99 each?", F(1497, 100)),
     ("What's the smallest number in the list 4, 9, 2, 7?", F(2)), ("By what amount does 90 exceed 65?", F(25)),
     ("How far is 45 from 27?", F(18)), ("a $200 jacket is on sale for 25% off, what is the sale price", F(150)),
+    ("how long from 9:30 am to 11:00 am in minutes", F(90)), ("convert 0.35 to a percent", F(35)),
 ]
 
 NEAR_MISSES = [

@@ -181,7 +181,7 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | HOW MANY UNIT (IS IT)? _span -> elapsed | UNIT _span -> elapsed
         | _span (COMMA | SEP)* HOW MANY UNIT IS THAT? -> elapsed_r
         | HOW MANY UNIT (IS IT)? FROM NUM TO NUM -> elapsed_24
-        | HOW LONG IS IT? _span IN UNIT -> elapsed_r
+        | HOW LONG (IS IT?)? _span IN UNIT -> elapsed_r
         // a tip or tax added: "$25 plus 8% tax", "$40 with a 15% tip"
         | sexpr (PLUS | PLUSS | WITH) A? percent TIP -> plus_part | percent OFF OF sexpr -> off
         | SUM WITH A? percent TIP ON sexpr -> tip_total | SUM COST? OF sexpr (PLUS | PLUSS | WITH) A? percent TIP -> plus_part
@@ -204,7 +204,7 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | WHAT PERCENT OF sexpr IS sexpr -> pct_of_r | sexpr IS WHAT PERCENT OF sexpr -> pct_of
         | WHAT PERCENT IS sexpr OF sexpr -> pct_of
         | WHAT FRACTIONW OF sexpr IS sexpr -> frac_of_r | sexpr IS WHAT FRACTIONW OF sexpr -> frac_of
-        | expr ASPERCENT -> as_percent
+        | CONVERT? expr ASPERCENT -> as_percent
         | PERCENT CHANGE FROM sexpr TO sexpr -> pct_change
         | PERCENT (INCREASE | INCREASED) FROM sexpr TO sexpr -> pct_up
         | PERCENT (DECREASE | DECREASED) FROM sexpr TO sexpr -> pct_down

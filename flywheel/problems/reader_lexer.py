@@ -82,7 +82,7 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\bdivided by\b", " divby "), (r"\bsquare root of\b", " sqrt "), (r"\bcube root of\b", " cbrt "),
     (r"\bmore than\b", " morethan "), (r"\bless than\b", " lessthan "), (r"\bfewer than\b", " lessthan "),
     (r"\bsqrt\s*(?=\()", " sqrtp "), (r"\bcbrt\s*(?=\()", " cbrtp "),
-    (r"\b(?:as|in|into) an? (?:percent|percentage)\b", " aspercent "),
+    (r"\b(?:as|in|into|to) an? (?:percent|percentage)\b", " aspercent "),
 (r"\bd\.p\.?|\bdp\b", " dp "), (r"\bs\.f\.?|\bsig\.? figs?\b|\bsignificant figures?\b", " sf "),
     (r"\bdecimal places?\b", " dp "), (r"\bon (?:the|a) number line\b", " "),
     (r"\b(\d{1,2})(?::([0-5]\d))?\s*([ap])\.?\s?m\b\.?", _clock), (r"\bnoon\b", " clockat 720 "),
