@@ -43,3 +43,19 @@ def test_a_changed_or_vanished_key_is_recomputed_and_the_problem_kept(tmp_path):
             assert cat.problems.by_hash(pid)["text"] == text
         assert cat.problems.by_keys([old[CHANGED], old[GONE]]) == []  # no stale key joins anything
         assert [r["id"] for r in cat.problems.by_keys(["e:*(12,20)"])] == [ids[CHANGED]]
+
+
+def test_a_k7_key_of_a_grouping_writers_disagree_on_is_dropped(tmp_path):
+    """k8 refuses groupings writers read two ways; a problem stored with k7's key for one loses it."""
+    text = "Find the value of eight multiplied by three squared."  # k7: 8 x 3^2 = 72 (or 24^2 = 576)
+    assert canonical.canonical_key(text) is None
+    with Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}") as cat:
+        pid = cat.problems.add(text, "72", "me", "t")
+        keys = TABLES["problem_keys"]
+        with cat.write() as conn:
+            conn.execute(update(keys).where(keys.c.problem_id == pid)
+                         .values(key_version="k7", canonical_key="e:*(8,^(3,2))"))
+        assert cat.problems.ensure_keys() == 1
+        assert cat.problems.key(pid)["canonical_key"] is None
+        assert cat.problems.by_keys(["e:*(8,^(3,2))"]) == []
+        assert cat.problems.by_hash(pid)["text"] == text

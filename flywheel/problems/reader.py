@@ -11,7 +11,9 @@ from fractions import Fraction
 from lark.exceptions import LarkError
 
 from galahad.flywheel.problems import reader_tree as rt
+from galahad.flywheel.problems.reader_doubt import doubtful
 from galahad.flywheel.problems.reader_grammar import parser_for
+from galahad.flywheel.problems.reader_keys import key_solution
 from galahad.flywheel.problems.reader_lexer import Refuse, tokens
 from galahad.flywheel.problems.reader_meaning import readings
 
@@ -30,7 +32,7 @@ def _key_of(reading, one_unit: bool, letter: bool) -> tuple[str, Fraction] | Non
         if form is None:
             return None
         k = f"q:{form[0]}x{form[1]:+d}"
-        return k, rt.key_solution(k)
+        return k, key_solution(k)
     if kind not in (None, "w", "d") and not (isinstance(kind, tuple) and kind[0] != "items" and one_unit):
         return None
     if rt.has_var(tree) or (tree[0] == "n" and tree[2].denominator == 1):
@@ -40,40 +42,13 @@ def _key_of(reading, one_unit: bool, letter: bool) -> tuple[str, Fraction] | Non
     return (k, v) if v is not None and len(k) <= rt.MAX_KEY_CHARS else None
 
 
-_ADD_WORDS = {"PLUS", "MINUS", "LESS", "TAKE", "MORETHAN", "LESSTHAN", "ADDED", "SUBTRACTED", "INCREASED", "DECREASED"}
-_MUL_WORDS = {"TIMES", "DIVBY", "OVER"}
-_UNARY = {"NEGATIVE", "OPPOSITE", "RECIPROCAL", "ABSOLUTE", "SQRT", "CBRT", "TWICE", "DOUBLE", "TRIPLE", "HALVE",
-          "SQUARE", "CUBE", "NEGATE", "SQUARED", "CUBED", "DOUBLED", "TRIPLED", "HALVED"}
-_REVERSED = {"MORETHAN", "LESSTHAN", "ADDED", "SUBTRACTED", "INCREASED", "DECREASED"}
-_OPERAND_END = {"NUM", "RP", "VAR", "UNIT", "IDIOM", "PCT", "FRACN", "FRAC1", "SQUARED", "CUBED"}
-
-
-def _mixed_words(toks) -> bool:
-    """Word operators beside an operator of another precedence level ("two plus three times four", "2 * 3
-    plus 4", "3 times 4 more than 2"), a word power beside any operator ("2 to the power of 3 plus 1"), or
-    an operator after a word division ("8 divided by 2 times 4"): writers group these either way."""
-    kinds = [t.type for t in toks]
-    adds = {k for i, k in enumerate(kinds) if k in _ADD_WORDS or k == "PLUSS"
-            or (k == "DASH" and i and kinds[i - 1] in _OPERAND_END)}
-    muls = {k for k in kinds if k in _MUL_WORDS or k in ("STAR", "SLASH")}
-    words = bool(adds & _ADD_WORDS or muls & _MUL_WORDS)
-    if "POWW" in kinds and (adds or muls):
-        return True
-    if {"OFF", "TIP"} & set(kinds) and _UNARY & set(kinds):
-        return True  # "the negative of 15% off 18.9": the negative of the percent, or of the price
-    if sum(k in _REVERSED for k in kinds) + bool(adds & {"PLUS", "MINUS", "LESS"} and adds & _REVERSED) > 1:
-        return True  # "2 less than 5 less than 9", "a more than b reduced by c": chained reversed words
-    after_div = [k for k in kinds[next((i for i, k in enumerate(kinds) if k in ("DIVBY", "OVER")), len(kinds)) + 1:]]
-    return (words and bool(adds) and bool(muls)) or any(k in _MUL_WORDS or k in ("STAR", "SLASH") for k in after_div)
-
-
 def key_and_value(text: str) -> tuple[str, Fraction] | None:
     """(key, value) when every reading of the text agrees, else None."""
     if not isinstance(text, str) or len(text) > MAX_CHARS:
         return None
     try:
         toks = tokens(text)
-        if not toks or _mixed_words(toks):
+        if not toks or doubtful(toks):
             return None
         found = readings(parser_for(frozenset(t.type for t in toks)).parse(toks))
     except (Refuse, LarkError, RecursionError, ArithmeticError, ValueError, TypeError, AttributeError):

@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from lark import Lark
 from lark.common import ParserConf
+from lark.grammar import Rule, Symbol
 from lark.lexer import Lexer
 from lark.parser_frontends import ParsingFrontend, _construct_parsing_frontend
 
@@ -27,7 +28,7 @@ GRAMMAR = r"""
 %declare RECIPROCAL ABSOLUTE GO WORTH AS IN NUMBERW THEN GIVEN DOES BETWEEN RATIO FRACTIONW ASPERCENT OUT
 %declare CHANGE OFF ON TIP ITEMS SPLIT AMONG EVENLY LEAVES INTEGER SQRTSYM CBRTSYM SQRTP CBRTP WHICH OR
 %declare RAISE BE SUCH THAT MUST MODSYM FLOOR EQUATION SATISFIES NEGATE ABSF POWW DISTANCE FAR APART
-%declare DISCOUNT WITH SAVE AFTER PRICE PER CLOCK MAXIMUM MINIMUM WAYS LONG
+%declare DISCOUNT WITH SAVE AFTER PRICE PER CLOCK MAXIMUM MINIMUM WAYS LONG MOREADJ LESSADJ PAY BACK NUMBERS RANGE
 
 start: (SEP | COLON)* _question (SEP | COMMA)*
 _question: ask | equation_q | functions_q
@@ -123,9 +124,14 @@ percent: (NUM | frac) (PCT | PERCENT)
       // "the distance between a and b", "how far apart are a and b": |a - b| ("the difference between 2 and
       // 3" stays refused: 2 - 3 in school algebra, |2 - 3| in speech)
       | DISTANCE BETWEEN sexpr AND _arg2 -> distance | HOW FAR APART IS sexpr AND _arg2 -> distance
+      | HOW FAR IS sexpr FROM _arg2 -> distance
       // "the greater of a and b", "the smaller of a and b": max, min (two equal numbers: no key)
-      | (MORE | MAXIMUM) OF sexpr AND _arg2 -> maximum | (LESS | MINIMUM) OF sexpr AND _arg2 -> minimum
-      | QUOTIENT OF sexpr (AND | DIVBY) _arg2 -> quotient | RATIO OF sexpr TO _arg2 -> quotient
+      // "the largest of 3, 9 and 4", "max(3, 9, 4)" (a tie for the extreme: no key)
+      | (MORE | MAXIMUM) OF items -> maximum | (LESS | MINIMUM) OF items -> minimum
+      | MAXIMUM LP items RP -> maximum | MINIMUM LP items RP -> minimum
+      | QUOTIENT OF sexpr (AND | DIVBY) _arg2 -> quotient
+      // "the ratio of 4 to 12", "4:12 as a fraction" (reader_lexer): a / b as a number
+      | RATIO OF sexpr TO _arg2 -> ratio
       | (MEAN OF | MEAN) items -> mean | MEDIAN OF items -> median
       | (SQUARE OF | SQUARE) of_arg -> square | (CUBE OF | CUBE) of_arg -> cube
       | SQRT of_arg -> sqrt | CBRT of_arg -> cbrt
@@ -141,8 +147,9 @@ _tip: TIP | DISCOUNT
 _span: FROM clock TO clock | BETWEEN clock AND clock
 clock: CLOCK NUM
 _tail: (COMMA | SEP)+ HOW MUCH IS _tip
+_total: (COMMA | SEP)+ (WHAT IS | HOW MUCH IS)? (SUM COST? | PRICE | SUM PRICE)
 ?of_arg: satom | expr | WHAT -> var
-items: sexpr (COMMA sexpr)* COMMA? AND (sexpr | expr) | sexpr (COMMA sexpr)+ | sexpr (AND sexpr)+
+items: NUMBERS? (sexpr (COMMA sexpr)* COMMA? AND (sexpr | expr) | sexpr (COMMA sexpr)+ | sexpr (AND sexpr)+)
 
 // ---- commands ------------------------------------------------------------------------------------------
 ?command: ADD sexpr AND sneg -> c_add | ADD sexpr TO sneg -> c_add | (ADD | SUM) items -> sum
@@ -167,16 +174,27 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | sexpr MORETHAN sexpr -> rel_more | sexpr LESSTHAN sexpr -> rel_less
         | percent OFF sexpr -> off | sexpr (OFF | LESS) percent -> off_r
         | A? percent _tip (ON | OF) sexpr _tail? -> part_of | _tip OF percent ON sexpr -> part_of
-        | _tip ON sexpr AT percent OFF? -> tip_at | HOW MUCH SAVE WITH percent OFF sexpr -> part_of
+        | _tip ON sexpr AT percent OFF? -> tip_at
         // a discount takes the part off ("$80 with 25% off", "the price of $80 after a 25% discount")
         // time elapsed between two clock times ("from 10 pm to 6 am": the next morning), or two whole hours of
         // the 24-hour clock ("how many hours from 9 to 17", the second after the first)
         | HOW MANY UNIT (IS IT)? _span -> elapsed | UNIT _span -> elapsed
         | _span (COMMA | SEP)* HOW MANY UNIT IS THAT? -> elapsed_r
         | HOW MANY UNIT (IS IT)? FROM NUM TO NUM -> elapsed_24
-        | HOW LONG IS IT? _span IN UNIT -> elapsed_r
+        | HOW LONG (IS IT?)? _span IN UNIT -> elapsed_r
         // a tip or tax added: "$25 plus 8% tax", "$40 with a 15% tip"
-        | sexpr (PLUS | WITH) A? percent TIP -> plus_part | percent OFF OF sexpr -> off
+        | sexpr (PLUS | PLUSS | WITH) A? percent TIP -> plus_part | percent OFF OF sexpr -> off
+        | SUM WITH A? percent TIP ON sexpr -> tip_total | SUM COST? OF sexpr (PLUS | PLUSS | WITH) A? percent TIP -> plus_part
+        | sexpr AFTER A? percent INCREASE -> plus_part | sexpr AFTER A? percent DECREASE -> off_r
+        | HOW MUCH _tip ON sexpr AT percent OFF? -> tip_at | PRICE? OF? sexpr AT percent OFF -> off_r
+        | PRICE AFTER A? percent DISCOUNT ON sexpr -> off | HOW MUCH IS? SAVE WITH percent OFF sexpr -> part_of
+        // an amount less a percent of it: "$80 minus 25%" (money only: "80 minus 25%" may be 79.75)
+        | sexpr (MINUS | DASH) percent -> minus_pct | sexpr (PLUS | PLUSS) percent -> plus_pct
+        | SUM COST? OF quantity -> total
+        // change from a payment: "change from $20 for a $13.75 purchase", "if you pay $20 for $13.75, how much change"
+        | (HOW MUCH)? CHANGE BACK? FROM sexpr (FOR | ON | IF REMOVE | AFTER REMOVE) sexpr -> change
+        | PAY WITH? sexpr FOR sexpr (COMMA | SEP)* (HOW MUCH | WHAT IS)? CHANGE BACK? -> change
+        | sexpr DIVIDED EVENLY? (AMONG | BETWEEN) NUM ITEMS? -> c_divide
         | sexpr SPLIT NUM WAYS -> c_divide
         | sexpr WITH percent OFF -> off_r | PRICE? OF? sexpr AFTER (A? percent DISCOUNT | percent OFF) -> off_r
         | sexpr (IN | TO | INTO | AS) UNIT -> convert | sexpr (IS | EQ) HOW MANY UNIT -> convert
@@ -186,18 +204,26 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | WHAT PERCENT OF sexpr IS sexpr -> pct_of_r | sexpr IS WHAT PERCENT OF sexpr -> pct_of
         | WHAT PERCENT IS sexpr OF sexpr -> pct_of
         | WHAT FRACTIONW OF sexpr IS sexpr -> frac_of_r | sexpr IS WHAT FRACTIONW OF sexpr -> frac_of
-        | expr ASPERCENT -> as_percent
+        | CONVERT? expr ASPERCENT -> as_percent
         | PERCENT CHANGE FROM sexpr TO sexpr -> pct_change
         | PERCENT (INCREASE | INCREASED) FROM sexpr TO sexpr -> pct_up
         | PERCENT (DECREASE | DECREASED) FROM sexpr TO sexpr -> pct_down
         | NUM ITEMS? AT sexpr EACH? -> at_each | (SPLIT | DIVIDE) sexpr EVENLY? (AMONG | BETWEEN) NUM ITEMS? -> c_divide
         | sexpr SPLIT EVENLY? (AMONG | BETWEEN | BY) NUM ITEMS? ((COMMA | SEP)* HOW MUCH DOES? EACH)? -> c_divide
-        | (WHAT NUM ITEMS? COST | (COST | PRICE) OF NUM ITEMS?) AT sexpr EACH -> at_each
+        | (WHAT NUM ITEMS? COST | SUM? (COST | PRICE) OF NUM ITEMS?) AT sexpr EACH -> at_each
         // the price of one: "price per item if 3 cost $7.50", "$7.50 for 3, what is the price of one?"
         | PRICE PER ITEMS IF NUM ITEMS? COST sexpr -> unit_price
-        | sexpr FOR NUM ITEMS? (COMMA | SEP)* WHAT IS PRICE OF NUM -> unit_price_r
-        | (WHAT IS PRICE OF NUM | HOW MUCH DOES NUM COST) IF NUM ITEMS? COST sexpr -> unit_price_one
-        | IF NUM ITEMS? COST sexpr (COMMA | SEP)* (WHAT IS PRICE OF NUM | (HOW MUCH | WHAT) DOES NUM COST) -> unit_price_if
+        | sexpr FOR NUM ITEMS? (COMMA | SEP)* WHAT IS PRICE OF NUM ITEMS? -> unit_price_r
+        | (WHAT IS PRICE OF NUM ITEMS? | HOW MUCH DOES NUM ITEMS? COST) IF NUM ITEMS? COST sexpr -> unit_price_one
+        | IF NUM ITEMS? COST sexpr (COMMA | SEP)* (WHAT IS PRICE OF NUM ITEMS? | (HOW MUCH | WHAT) DOES NUM ITEMS? COST) -> unit_price_if
+        | HOW MUCH FOR? NUM ITEMS? COST? AT sexpr EACH -> at_each
+        | NUM ITEMS? (AT | COST) sexpr EACH (COMMA | SEP)* (WHAT IS | HOW MUCH IS)? SUM COST? -> at_each
+        // the total after a tip or tax, the price after a discount: "8% tax on $25, what is the total?"
+        | A? percent TIP (ON | OF) sexpr _total -> tip_total | A? percent DISCOUNT (ON | OF) sexpr _total -> off
+        | sexpr IS percent OFF (COMMA | SEP)* (WHAT IS PRICE | HOW MUCH IS IT | WHAT DOES IT COST) -> off_r
+        | RANGE OF items -> range
+        // "A meal costs $60. What is a 15% tip?": the part
+        | A? ITEMS (COST | IS) sexpr (SEP | COMMA)+ (WHAT IS | HOW MUCH IS) A? percent _tip -> tip_after
 ?compare: HOW (MUCH | MANY) MORE IS sexpr THAN sexpr -> cmp_more | HOW MUCH LESS IS sexpr THAN sexpr -> cmp_less
        | BY HOW MUCH IS sexpr MORE THAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESS THAN sexpr -> cmp_less
        | HOW (MUCH | MANY) MORE THAN sexpr IS sexpr -> cmp_less | HOW MUCH LESS THAN sexpr IS sexpr -> cmp_more
@@ -210,12 +236,24 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
        | BY HOW MUCH DOES? sexpr EXCEED sexpr -> cmp_more | sexpr IS HOW MUCH MORETHAN sexpr -> cmp_more
        | BY HOW MUCH IS sexpr MORETHAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESSTHAN sexpr -> cmp_less
        | HOW MUCH LESSTHAN sexpr IS sexpr -> cmp_more | HOW MUCH MORETHAN sexpr IS sexpr -> cmp_less
-       | sexpr IS HOW MANY TIMES (AS MORE AS)? sexpr -> cmp_times
-       | HOW MANY TIMES (AS MORE AS)? sexpr IS sexpr -> cmp_times_r
+       | sexpr IS HOW MANY TIMES (AS (MORE | MUCH) AS)? sexpr -> cmp_times
+       | HOW MANY TIMES (AS (MORE | MUCH) AS)? sexpr IS sexpr -> cmp_times_r | HOW MANY TIMES AS MUCH IS sexpr AS sexpr -> cmp_times
+       // the question embedded: "find how much bigger 90 is than 65"
+       | HOW MUCH (MORE | MOREADJ) sexpr IS THAN sexpr -> cmp_more | HOW MUCH (LESS | LESSADJ) sexpr IS THAN sexpr -> cmp_less
+       | MAXIMUM NUMBERW? (IN | AMONG) items -> maximum | MINIMUM NUMBERW? (IN | AMONG) items -> minimum
        | HOW MANY TIMES MORE IS sexpr THAN sexpr -> cmp_times | HOW MANY TIMES AS MORE IS sexpr AS sexpr -> cmp_times
        | HOW MANY TIMES DOES sexpr GO INTO sexpr -> cmp_times_r
-       | WHICH NUMBERW? IS MORE (COMMA | COLON)? sexpr OR _arg2 -> maximum
-       | WHICH NUMBERW? IS LESS (COMMA | COLON)? sexpr OR _arg2 -> minimum
+       | WHICH NUMBERW? IS (MORE | MAXIMUM) (COMMA | COLON)? choices -> maximum
+       | WHICH NUMBERW? IS (LESS | MINIMUM) (COMMA | COLON)? choices -> minimum
+       | WHAT IS MAXIMUM NUMBERW (COMMA | COLON)? choices -> maximum
+       | WHAT IS MINIMUM NUMBERW (COMMA | COLON)? choices -> minimum
+       // a comparative of a measure ("how much taller is 180 cm than 165 cm", "65 is how much smaller than 90")
+       | HOW MUCH MOREADJ IS sexpr THAN sexpr -> cmp_more | HOW MUCH LESSADJ IS sexpr THAN sexpr -> cmp_less
+       | BY HOW MUCH IS sexpr MOREADJ THAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESSADJ THAN sexpr -> cmp_less
+       | sexpr IS HOW MUCH (MORE | MOREADJ) THAN sexpr -> cmp_more
+       | sexpr IS HOW MUCH (LESS | LESSADJ) THAN sexpr -> cmp_less | sexpr IS HOW MUCH LESSTHAN sexpr -> cmp_less
+       | HOW MANY TIMES IS sexpr MORE THAN sexpr -> cmp_times | sexpr IS HOW MANY TIMES MORE THAN sexpr -> cmp_times
+choices: sexpr (COMMA sexpr)* COMMA? OR _arg2 -> items | sexpr (COMMA sexpr)+ -> items
 
 // ---- equations and functions ---------------------------------------------------------------------------
 equation_q: _eq_pre? equation _eq_post?
@@ -254,7 +292,35 @@ def parser() -> Lark:
     global _PARSER
     if _PARSER is None:
         _PARSER = Lark(GRAMMAR, parser="earley", lexer=_Tokens, ambiguity="explicit")
+        # Earley compares symbols and rules millions of times: a rule's name (a lark Token, compared in Python) is
+        # made a plain string (equal to the same strings, compared in C), and each symbol one shared object, so
+        # that equal symbols are mostly the same object and the identity test below answers first
+        shared: dict = {}
+        for rule in _PARSER.rules:
+            rule.origin.name = str(rule.origin.name)
+            rule.origin = shared.setdefault((False, rule.origin.name), rule.origin)
+            rule.expansion = [shared.setdefault((s.is_term, s.name), s) for s in rule.expansion]
     return _PARSER
+
+
+def _identity_first(eq):
+    """`a == b` answered `True` at once when a is b (these equalities are reflexive: the same answers)."""
+    def fast(self, other):  # noqa: ANN001, ANN202
+        return self is other or eq(self, other)
+    return fast
+
+
+if not getattr(Symbol.__eq__, "_identity_first", False):
+    for _cls in (Symbol, Rule):
+        _cls.__eq__ = _identity_first(_cls.__eq__)
+        _cls.__eq__._identity_first = True
+
+
+# usum/uprod read word operators ("plus", "times") by the usual precedence beside symbols. In a text with no word
+# operator they derive exactly what ssum/sprod derive (add, sub, mul, div of the same operands, read by the same
+# meanings), so they add only copies of parses: for such a text they are left out (the readings are the same set).
+_WORD_OPS = frozenset({"PLUS", "MINUS", "LESS", "TAKE", "TIMES", "DIVBY", "OVER"})
+_WORD_TIER_COPY = frozenset({"usum", "uprod"})
 
 
 @lru_cache(maxsize=512)
@@ -263,7 +329,8 @@ def parser_for(terminals: frozenset) -> ParsingFrontend:
     A rule that needs a terminal the text lacks takes part in no parse of it, so the parses, and with them
     every reading, are the same as the whole grammar's; only the work per token is far smaller."""
     full = parser()
-    rules = [r for r in full.rules if all(not s.is_term or s.name in terminals for s in r.expansion)]
+    rules = [r for r in full.rules if all(not s.is_term or s.name in terminals for s in r.expansion)
+             and (terminals & _WORD_OPS or r.origin.name not in _WORD_TIER_COPY)]
     while True:  # drop rules that need a rule no longer there
         have = {r.origin for r in rules}
         kept = [r for r in rules if all(s.is_term or s in have for s in r.expansion)]

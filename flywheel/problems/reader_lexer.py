@@ -70,20 +70,31 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\b(?:raised )?to the (negative )?(zeroth|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th))"
      r"(?: power)?\b",
      lambda m: f" poww {'-' if m.group(1) else ''}{lx.ORDINAL.get(m.group(2)) or m.group(2)[:-2]} "),
+    # a ratio with a colon is a number only where the text asks for one ("4:12 as a fraction", "the ratio 4:12"):
+    # a bare "4:12" is also a clock time
+    (r"\bratio (?:of )?(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)(?![\d.:])", r" ratio of \1 to \2 "),
+    (r"(?<![\d.:])(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)(?=\s+as an? (?:single |simplified )?(?:fraction|number|decimal)\b)",
+     r" ratio of \1 to \2 "),
     (r"\bas an? (?:simplified |common |proper |improper )?(?:fraction|decimal|whole number|number)\b", " "),
     (r"\bin (?:its )?(?:simplest|lowest) (?:form|terms)\b", " "), (r"\bwhat'?s\b", "what is"),
     (r"\b(\d+)\s*(?:to the)\s*(\d+)(?:st|nd|rd|th)\b", r"\1 poww \2"), (r"\bout of\b", " divby "), (r"\braised to(?: the power of| the power)?\b", " poww "),
-    (r"\bto the (?:power of|power)\b", " poww "), (r"\bmultiplied by\b", " * "),
+    (r"\bto the (?:power of|power)\b", " poww "), (r"\bmultiplied by\b", " mulby "),
     (r"\bdivided by\b", " divby "), (r"\bsquare root of\b", " sqrt "), (r"\bcube root of\b", " cbrt "),
     (r"\bmore than\b", " morethan "), (r"\bless than\b", " lessthan "), (r"\bfewer than\b", " lessthan "),
     (r"\bsqrt\s*(?=\()", " sqrtp "), (r"\bcbrt\s*(?=\()", " cbrtp "),
-    (r"\b(?:as|in|into) an? (?:percent|percentage)\b", " aspercent "),
+    (r"\b(?:as|in|into|to) an? (?:percent|percentage)\b", " aspercent "),
 (r"\bd\.p\.?|\bdp\b", " dp "), (r"\bs\.f\.?|\bsig\.? figs?\b|\bsignificant figures?\b", " sf "),
     (r"\bdecimal places?\b", " dp "), (r"\bon (?:the|a) number line\b", " "),
     (r"\b(\d{1,2})(?::([0-5]\d))?\s*([ap])\.?\s?m\b\.?", _clock), (r"\bnoon\b", " clockat 720 "),
     (r"\bmidnight\b", " clockat 0 "),
-    (r"\bsales tax\b", "tax"),  # "a $25 purchase": the amount; the noun after it names no number
-    (r"\b(?:an?\s+)?(dollarsign\s+[\d.,]*\d)\s+(?:purchase|bill|item|meal|order)\b", r" \1 "),
+    (r"\bsales tax\b", "tax"), (r"\bunit price\b", " price per item "), (r"\bsale price\b", " price "),
+    (r"\bmore expensive\b", " pricier "), (r"\bless expensive\b", " cheaper "), (r"\bmin\s*(?=\()", " minimum "), (r"\bmin of\b", " minimum of "),
+    (r"\bby what amount\b", " by how much "), (r"\bon sale (?:for|at) (?=[\d.]+\s*(?:%|percent) off)", " "),
+    (r"\bmarked (down|up)(?: by)?\b", lambda m: " decreased by " if m.group(1) == "down" else " increased by "),
+    (r"\b(?:an?\s+)?(\d+|[a-z]+)[ -]dollar bill\b", r" \1 dollars "),
+    # "a $25 purchase", "a $50 shirt": the amount; the noun after it names no number
+    (r"\b(?:an?\s+)?(dollarsign\s+[\d.,]*\d)\s+(?:purchase|bill|item|meal|order|check|tab|dinner|lunch"
+     r"|breakfast|shirt|jacket|coat|dress|book|toy|game|ticket|sweater|lamp|bike|phone|watch|bag)\b", r" \1 "),
 ]]
 
 
@@ -235,13 +246,16 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
     nxt = words[i + 1] if i + 1 < len(words) else ""
     if w == "dollarsign":
         return [Token("DOLLAR", "$")]
+    if w == "mulby":  # "multiplied by": the symbol's grammar, its words kept for reader_doubt
+        return [Token("STAR", "multiplied by")]
     if w in lx.IDIOMS:
         return [Token("IDIOM", str(lx.IDIOMS[w]))]
     if w in lx.DENOM_ONE and w != "second":
         return [Token("FRAC1", str(lx.DENOM_ONE[w]))]
     if w in lx.DENOM_MANY and w != "seconds":
         if w == "quarters":
-            return [Token("FRACN", "4"), ] if not prev[:1].isdigit() else [Token("UNIT", _unit(w))]
+            coin = prev[:1].isdigit() or prev in ("many", "in", "into")  # "3 quarters", "how many quarters"
+            return [Token("UNIT", _unit(w))] if coin else [Token("FRACN", "4")]
         return [Token("FRACN", str(lx.DENOM_MANY[w]))]
     if w in ("poww", "divby", "morethan", "lessthan", "dp", "sf", "sqrt", "cbrt", "root2", "root3", "point"):
         return [Token(w.upper(), w)]

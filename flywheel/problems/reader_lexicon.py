@@ -14,7 +14,7 @@ please pls kindly compute calculate evaluate find determine work out simplify te
 the value result answer final exactly exact quickly quick question thanks thank you
 can could would will you i we just now precisely actually here following expression problem math
 write written express expressed simplest form respond reply only
-so hey hi okay ok mentally get do obtain solve
+so hey hi okay ok mentally get do obtain solve money new list
 """.split())
 # "a"/"an"/"what"/"is" are grammar tokens (a dozen, a third; frames), never skipped blindly.
 
@@ -61,6 +61,18 @@ _U = {
 }
 UNIT = {w: (dim, f) for dim, table in _U.items() for names, f in table.items() for w in names}
 
+# countable things bought or shared ("4 pens at $1.25 each", "if 3 tickets cost $36"): an ITEMS token, read only
+# where the grammar has a place for a count's noun (a price each, a price of one, a share)
+NOUNS = frozenset("""
+apple apples orange oranges banana bananas pen pens pencil pencils book books notebook notebooks ticket tickets
+shirt shirts toy toys cookie cookies candy candies bottle bottles cans box boxes bag bags egg eggs
+muffin muffins sandwich sandwiches card cards stamp stamps marker markers eraser erasers drink drinks coffee
+coffees snack snacks sticker stickers donut donuts doughnut doughnuts cupcake cupcakes burger burgers pizza pizzas
+magazine magazines balloon balloons flower flowers plant plants chair chairs hat hats sock socks friends person
+students kids children meal meals dinner lunch breakfast jacket jackets coat coats dress dresses
+game games phone phones bike bikes watch watches lamp lamps sweater sweaters
+""".split())
+
 # words that are grammar tokens: word -> token type (several words may share a type)
 WORDS = {
     "plus": "PLUS", "and": "AND", "add": "ADD", "added": "ADDED", "sum": "SUM", "total": "SUM",
@@ -97,5 +109,13 @@ WORDS = {
     "should": "MUST", "distance": "DISTANCE", "far": "FAR", "apart": "APART", "lesser": "LESS", "with": "WITH", "save": "SAVE",
     "after": "AFTER", "price": "PRICE", "per": "PER", "item": "ITEMS", "thing": "ITEMS",
     "clockat": "CLOCK", "maximum": "MAXIMUM", "max": "MAXIMUM", "minimum": "MINIMUM",
-    "ways": "WAYS", "long": "LONG",
-}
+    "ways": "WAYS", "long": "LONG", "largest": "MAXIMUM", "biggest": "MAXIMUM", "greatest": "MAXIMUM",
+    "highest": "MAXIMUM", "smallest": "MINIMUM", "lowest": "MINIMUM", "least": "MINIMUM",
+    "pay": "PAY", "pays": "PAY", "paid": "PAY", "paying": "PAY", "spent": "REMOVE", "spending": "REMOVE",
+    "saved": "SAVE", "discounted": "DECREASED", "back": "BACK",
+    "numbers": "NUMBERS", "range": "RANGE",
+} | {w: "MOREADJ" for w in ("taller", "higher", "longer", "heavier", "older", "wider", "deeper", "farther",
+                            "further", "faster", "costlier", "pricier")} \
+  | {w: "LESSADJ" for w in ("shorter", "lower", "lighter", "younger", "narrower", "shallower", "cheaper",
+                            "slower")} \
+  | dict.fromkeys(NOUNS, "ITEMS")

@@ -14,329 +14,61 @@ from lark import Token, Tree
 
 from galahad.flywheel.problems import reader_tree as rt
 from galahad.flywheel.problems.reader_lexer import Refuse
+from galahad.flywheel.problems.reader_ops import (
+    ONE_T,
+    PLAIN,
+    _add,
+    _amount,
+    _count,
+    _div,
+    _floor,
+    _frac,
+    _frac_kind,
+    _fw,
+    _idiom,
+    _items,
+    _mean,
+    _mul,
+    _nonneg,
+    _part,
+    _percent,
+    _plain,
+    _postfix,
+    _pow,
+    _relative,
+    _remainder,
+    _solved,
+    _sub,
+    _subst,
+    _sum_amounts,
+    _sum_items,
+    _unary,
+    _wbin,
+)
+from galahad.flywheel.problems.reader_phrases import (
+    _change,
+    _cmp,
+    _convert,
+    _difference,
+    _distance,
+    _elapsed,
+    _elapsed_24,
+    _extreme,
+    _money,
+    _pct_change,
+    _pct_of,
+    _quotient,
+    _ratio,
+    _round,
+    _sig_unit,
+)
 
 MAX_READINGS = 16
 MAX_WORK = 4_000  # forest nodes read for one text (each of the 1,358 held-out texts reads at most 22)
-PLAIN = (None, "w", "d")
-ONE = rt.num(1)
-
-
-def _n(t: tuple) -> Fraction | None:
-    return t[2] if t[0] == "n" else None
-
-
-def _plain(*rs) -> bool:
-    return all(r[1] in PLAIN for r in rs)
-
-
-def _amount_op(a, b, plain_op, same_op) -> tuple | None:
-    """+/- of two readings: numbers, or amounts of one dimension (converted to the smaller unit)."""
-    if _plain(a, b):
-        return plain_op(a[0], b[0]), None
-    if a[1] in PLAIN or b[1] in PLAIN or "%" in (a[1], b[1]) or a[1][0] != b[1][0]:
-        return None
-    fa, fb = a[1][1], b[1][1]
-    f = min(fa, fb)
-    ta = a[0] if fa == f else rt.mul(a[0], rt.num(fa / f))
-    tb = b[0] if fb == f else rt.mul(b[0], rt.num(fb / f))
-    return same_op(ta, tb), (a[1][0], f)
-
-
-def _add(a, b):
-    return _amount_op(a, b, rt.add, rt.add)
-
-
-def _sub(a, b):
-    return _amount_op(a, b, rt.sub, rt.sub)
-
-
-def _mul(a, b):
-    if _plain(a, b):
-        return rt.mul(a[0], b[0]), None
-    if _plain(a) and b[1] != "%":
-        return rt.mul(a[0], b[0]), b[1]
-    if _plain(b) and a[1] != "%":
-        return rt.mul(a[0], b[0]), a[1]
-    return None
-
-
-def _div(a, b):
-    if _plain(a, b):
-        return rt.div(a[0], b[0]), None
-    if _plain(b) and a[1] != "%":
-        return rt.div(a[0], b[0]), a[1]
-    return None
-
-
-def _part(f, x):
-    """"f of x": a percent, a fraction in words or digits, of a number or an amount."""
-    if x[1] == "%" or f[1] not in ("%", "w", "d"):
-        return None
-    q = rt.value(f[0])
-    if q is None:
-        return None
-    return rt.part_of(q, x[0]), x[1]
-
-
-def _relative(a, b, sign):
-    """Increase/decrease a by b: a percent is a part of a; a number is added; a fraction (in words or
-    digits) is read both ways by writers ("reduce 1/2 by a half": 1/4 or 0): no key."""
-    if b[1] in ("w", "d"):
-        raise Refuse("a fraction as a part or an amount")
-    if b[1] == "%":
-        p = _part(b, a)
-        return None if p is None else ((rt.add if sign > 0 else rt.sub)(a[0], p[0]), a[1])
-    return (_add if sign > 0 else _sub)(a, b)
-
-
-def _unary(f):
-    def apply(a):
-        if a[1] == "%":
-            raise Refuse("the negative of a percent: whose scope?")
-        return (f(a[0]), None) if _plain(a) else None
-    return apply
-
-
-def _whole(t) -> int | None:
-    v = rt.value(t)
-    return int(v) if v is not None and v.denominator == 1 else None
-
-
-def _subst(e, x):
-    if not _plain(e, x) or rt.has_var(x[0]) or not rt.has_var(e[0]):
-        return None
-    if e[0] == rt.VAR:
-        return _solved(x[0])  # "If x = 7 - 3, what is x?": the equation x = 7 - 3
-    return rt.substitute(e[0], x[0]), None
-
-
-def _solved(t) -> tuple:
-    """The reading of an equation solved for its unknown, `x = t` with no unknown in t ("Solve for x:
-    x = 7 - 3", "If x = 7 - 3, what is x?", "What number is 7 - 3?"): reader.py keys it as the equation
-    when the unknown is a letter (as "x + 3 = 7" is keyed), and as the question t when it is in words."""
-    return (rt.VAR, t), "solved"
-
-
-def _nonneg(t) -> bool:
-    v = rt.value(t)
-    if v is None or v < 0:
-        raise Refuse("floor of a negative or undefined value")
-    return True
-
-
-def _floor(t):
-    return rt.floor_div(t), None
-
-
-def _remainder(a, b, *_):
-    if not _plain(a, b):
-        return None
-    x, y = _whole(a[0]), _whole(b[0])
-    if x is None or y is None or x < 0 or y <= 0:
-        raise Refuse("a remainder of a negative or a fraction: conventions differ")
-    return rt.mod(a[0], b[0]), None
-
-
-def _difference(a, b):
-    va, vb = rt.value(a[0]), rt.value(b[0])
-    if va is None or vb is None:
-        return None
-    if va < vb:
-        raise Refuse("a - b or |a - b|: writers disagree when a < b")
-    return _sub(a, b)
-
-
-def _distance(a, b):
-    """The distance between a and b, how far apart they are: |a - b|, read as the larger less the smaller."""
-    va, vb = rt.value(a[0]), rt.value(b[0])
-    if va is None or vb is None:
-        return None
-    return _sub(a, b) if va >= vb else _sub(b, a)
-
-
-def _extreme(kind: str):
-    def read(a, b):
-        va, vb = rt.value(a[0]), rt.value(b[0])
-        if not _plain(a, b) or va is None or vb is None:
-            return None
-        if va == vb:
-            raise Refuse("the larger of two equal numbers: either, or 'they are equal'")
-        return rt.extreme(kind, (a[0], b[0])), None
-    return read
-
-
-def _elapsed(unit: Token, t1: Fraction, t2: Fraction, wrap: bool = True):
-    """The time from clock time t1 to t2 (minutes after midnight) in a unit of time: past midnight when t2 is
-    not after t1 (with am/pm), refused when they are equal (no time or a whole day) or not wrapping."""
-    dim, f = unit.value.split(":")
-    if dim != "time" or t1 == t2 or (t2 < t1 and not wrap):
-        return None
-    if t2 < t1:
-        t2 += 24 * 60
-    d = rt.sub(rt.num(t2), rt.num(t1))
-    ratio = Fraction(60) / Fraction(f)
-    return (d if ratio == 1 else rt.mul(d, rt.num(ratio))), None
-
-
-def _elapsed_24(unit: Token, a: Token, b: Token):
-    h1, h2 = Fraction(a.value), Fraction(b.value)
-    if not (h1.denominator == h2.denominator == 1 and 0 <= h1 < h2 <= 24):
-        return None
-    return _elapsed(unit, h1 * 60, h2 * 60, wrap=False)
-
-
-def _quotient(a, b):
-    va, vb = rt.value(a[0]), rt.value(b[0])
-    if not _plain(a, b) or not vb:
-        return None
-    if va.denominator == vb.denominator == 1 and (va / vb).denominator != 1:
-        raise Refuse("15 or 15.5: two whole numbers are read only where the quotient is whole")
-    return _div(a, b)
-
-
-def _cmp(a, b):
-    """How much more is a than b: a - b where a >= b."""
-    return _difference(a, b)
-
-
-def _convert(q, unit: Token):
-    if q[1] in PLAIN or q[1] == "%":
-        return None
-    dim, f = unit.value.split(":")
-    if dim != q[1][0]:
-        return None
-    ratio = q[1][1] / Fraction(f)
-    if not (_decimal(ratio, 4) or ratio.numerator == 1):
-        raise Refuse("km to miles: an exact value nobody writes (3.1068...); a gold 3.11 would be refused")
-    return (q[0] if ratio == 1 else rt.mul(q[0], rt.num(ratio))), None
-
-
-def _decimal(q: Fraction, places: int) -> bool:
-    return (q * 10**places).denominator == 1
-
-
-def _round(x, unit):
-    v = rt.value(x[0])
-    if not _plain(x) or v is None or unit is None:
-        return None
-    q = v / unit
-    if q - (q.numerator // q.denominator) == Fraction(1, 2):
-        raise Refuse("a tie: half up and half even disagree")
-    return rt.round_to(x[0], unit), None
-
-
-def _sig_unit(x: tuple, n: int) -> Fraction | None:
-    v = rt.value(x)
-    if v is None or v == 0 or not 1 <= n <= 20:
-        return None
-    v, e = abs(v), 0
-    while Fraction(10) ** (e + 1) <= v:
-        e += 1
-    while Fraction(10) ** e > v:
-        e -= 1
-    return Fraction(10) ** (e - n + 1)
-
-
-def _items(*parts):
-    out = [p for p in parts if isinstance(p, tuple)]
-    return None if not _plain(*out) else (tuple(r[0] for r in out), "items")
-
-
-def _sum_items(items):
-    return rt.add(*items[0]), None
-
-
-def _mean(items):
-    return rt.mul(rt.add(*items[0]), rt.inv(rt.num(len(items[0])))), None
-
-
-def _pow(a, b):
-    return (rt.power(a[0], b[0]), None) if _plain(a, b) else None
-
-
-def _postfix(a, p: Tree):
-    w = p.children[0].type
-    op = {"SQUARED": lambda t: rt.power(t, rt.num(2)), "CUBED": lambda t: rt.power(t, rt.num(3)),
-          "DOUBLED": lambda t: rt.mul(rt.num(2), t), "TRIPLED": lambda t: rt.mul(rt.num(3), t),
-          "HALVED": lambda t: rt.div(t, rt.num(2))}[w]
-    if w in ("DOUBLED", "TRIPLED", "HALVED"):
-        return (op(a[0]), a[1]) if a[1] != "%" else None
-    return (op(a[0]), None) if _plain(a) else None
-
-
-def _wbin(a, op: Tree, b):
-    kind = op.children[0].type
-    f = {"PLUS": _add, "MINUS": _sub, "LESS": _sub, "TAKE": _sub, "TIMES": _mul, "DIVBY": _div, "OVER": _div}[kind]
-    return f(a, b)
-
-
-def _fw(n, d):
-    num_ = Fraction(n.value) if isinstance(n, Token) and n.type == "NUM" else Fraction(1)
-    if num_.denominator != 1 or (d.type == "FRACN") != (num_ != 1):
-        raise Refuse("'one thirds', 'two third': the number of the fraction word disagrees")
-    return rt.ratio(num_, Fraction(d.value)), "w"
-
-
-def _frac(a: Token, b: Token):
-    if Fraction(b.value) == 0:
-        raise Refuse("a zero denominator")
-    return rt.ratio(Fraction(a.value), Fraction(b.value)), "d"
-
-
-def _idiom(*ch):
-    count = [c for c in ch if isinstance(c, tuple)]
-    idiom = next(c for c in ch if isinstance(c, Token) and c.type == "IDIOM")
-    size = rt.num(Fraction(idiom.value))
-    return (rt.mul(count[0][0], size) if count and count[0][0] != ONE else size), None
-
-
-def _count(t: Token):
-    return (rt.num(Fraction(t.value)) if t.type == "NUM" else ONE), None
-
-
-def _amount(n: Token, u: Token):
-    dim, f = u.value.split(":")
-    return rt.num(Fraction(n.value) if n.type == "NUM" else 1), (dim, Fraction(f))
-
-
-def _percent(p):
-    p = p if isinstance(p, tuple) else (rt.num(Fraction(p.value)), None)
-    v = rt.value(p[0])
-    return (rt.num(v / 100), "%") if v is not None else None
-
-
-ONE_T = Token("NUM", "1")
-
-
-def _sum_amounts(qs):
-    out = qs[0]
-    for q in qs[1:]:
-        out = _add(out, q) if out is not None else None
-    return out if out is not None and out[1] not in PLAIN else None
-
-
-def _frac_kind(r):
-    return None if r is None else (r[0], "d" if r[1] is None else r[1])
-
-
-def _pct_change(a, b, direction):
-    """Percent change from a to b: (b - a) / a * 100; an increase needs b >= a, a decrease a >= b (then
-    (a - b) / a * 100)."""
-    va, vb = rt.value(a[0]), rt.value(b[0])
-    if not _plain(a, b) or va is None or vb is None:
-        return None
-    if va <= 0 or direction * (vb - va) < 0:
-        raise Refuse("a percent change against its direction, or from zero or below")
-    d = rt.sub(a[0], b[0]) if direction < 0 else rt.sub(b[0], a[0])
-    return rt.mul(d, rt.inv(a[0]), rt.num(100)), None
-
-
-def _pct_of(a, b):
-    """a is what percent of b: a / b * 100."""
-    return (rt.mul(a[0], rt.inv(b[0]), rt.num(100)), None) if _plain(a, b) else None
-
 
 # rule name -> meaning of its non-punctuation operands (tokens that are only words are dropped)
+
+
 M = {
     "num": lambda t: (rt.num(Fraction(t.value)), None),
     "frac": _frac, "add": _add, "sub": _sub, "mul": _mul, "div": _div, "pow": _pow,
@@ -354,7 +86,8 @@ M = {
     "more_than": lambda a, b: _add(b, a) if a[1] not in ("%", "w") else None,
     "rel_more": lambda a, b: _relative(b, a, 1), "rel_less": lambda a, b: _relative(b, a, -1),
     "increase": lambda a, b: _relative(a, b, 1), "decrease": lambda a, b: _relative(a, b, -1),
-    "amount": _amount, "amount_more": lambda q, n, u: _add(q, _amount(n, u)),
+    "amount": _amount, "amount_more": lambda q, n, u: _add(q, _amount(n, u))  # "3 ft 8 in": each unit smaller than the last
+    if q[1] not in PLAIN + ("%",) and _amount(n, u)[1][1] < q[1][1] else None,
     "idiom": _idiom, "idiom_and": lambda *c: _add(_idiom(*c[:-1]), (rt.num(Fraction(c[-1].value)), None)),
     "idiom_half": lambda *c: _add(_idiom(*c[:-2]), (rt.part_of(Fraction(1, 2), _idiom(*c[:-2])[0]), None))
     if c[-1].value == "2" else None,
@@ -370,14 +103,18 @@ M = {
     "mixed_post": lambda n, w, p: _add((rt.num(Fraction(n.value)), None), _postfix(w, p)),
     "pow_div": lambda b, e, n: _div(_pow(b, e) or (None, "%"), (rt.num(Fraction(n.value)), None)),
     "off": lambda p, a: _relative(a, p, -1), "off_r": lambda a, p: _relative(a, p, -1),
-    "tip_at": lambda a, p: _part(p, a),
+    "tip_at": lambda a, p: _part(p, a), "tip_after": lambda a, p: _part(p, a),
     "frac_of": lambda a, b: _div(a, b) if _plain(a, b) else None, "frac_of_r": lambda b, a: _div(a, b),
     "as_percent": lambda a: (rt.mul(a[0], rt.num(100)), None) if _plain(a) else None,
     "pct_change": lambda a, b: _pct_change(a, b, 0), "pct_up": lambda a, b: _pct_change(a, b, 1),
     "pct_down": lambda a, b: _pct_change(a, b, -1),
     "sum": _sum_items, "product": lambda it: (rt.mul(*it[0]), None), "items": _items,
     "difference": _difference, "distance": _distance, "maximum": _extreme(">"), "minimum": _extreme("<"),
-    "quotient": _quotient, "mean": _mean,
+    "quotient": _quotient, "mean": _mean, "ratio": _ratio, "change": _change,
+    "minus_pct": lambda a, p: _relative(a, p, -1) if _money(a) else None,
+    "plus_pct": lambda a, p: _relative(a, p, 1) if _money(a) else None,
+    "range": lambda it: (rt.sub(rt.extreme(">", it[0]), rt.extreme("<", it[0])), None) if len(it[0]) > 1 else None,
+    "tip_total": lambda p, a: _relative(a, p, 1), "total": lambda q: q if q[1] not in PLAIN + ("%",) else None,
     "median": lambda it: (rt.median(it[0]), None),
     "square": lambda a: _pow(a, (rt.num(2), None)), "cube": lambda a: _pow(a, (rt.num(3), None)),
     "sqrt": lambda a: _pow(a, (rt.num(Fraction(1, 2)), None)),
@@ -409,7 +146,11 @@ M = {
     "fdef": lambda f, _v, body: ((f.value, body[0]), "def") if _plain(body) else None,
     "fdefs": lambda *ds: (tuple(d[0] for d in ds if isinstance(d, tuple)), "defs"),
 }
+
+
 _KEEP_TOKENS = {"NUM", "UNIT", "IDIOM", "FRAC1", "FRACN", "FUNC", "A", "VAR"}
+
+
 _WANT_TOKEN = {"num", "frac", "amount", "amount_more", "idiom", "idiom_and", "idiom_half", "half_idiom", "count",
                "fw", "fw_one", "mixed", "percent", "r_nearest", "r_nearest_frac", "r_dp", "r_sf", "at_each",
                "call", "fdef", "convert", "convert_r", "var", "tdiv", "mixed_post", "pow_div", "mixed_pow", "div_chain", "amount_mixed", "c_divide", "amount_and_half",

@@ -1,5 +1,5 @@
 """The reader's trees (reader_grammar builds them): canonical construction, the key string, exact bounded values, the linear normal
-form of a one-unknown equation, and reading a key string back into a tree.
+form of a one-unknown equation (key strings are read back by reader_keys.py).
 
 A tree is a nested tuple, built only through the constructors here, which canonicalize structurally and
 soundly (never by evaluating): `+` and `*` are flattened and their arguments sorted (exact rational
@@ -16,20 +16,23 @@ wrong at t = 0, and `6 / 2` stays apart from `6 * 0.5`).
 where k is the node's canonical key string, built once with the node (so comparing and hashing readings
 never walks a tree).
 
-`value(tree)` is exact (`Fraction`) under explicit bounds: an intermediate numerator or denominator over
-`MAX_BITS` bits (about 1000 digits), an exponent that is not an integer of at most `MAX_EXPONENT`, a power
-whose result would exceed the bit bound, or a division by zero give None. It never builds a big number
-first and checks afterwards. `linear(tree)` is (a, b) with tree = a*x + b, or None when it is not linear.
+Values, the linear form and equations: reader_value.py (re-exported here: `value`, `linear`, `equation_form`).
 """
 
 from __future__ import annotations
 
-import re
 from fractions import Fraction
-from math import gcd
 
-MAX_BITS = 3400  # ~1000 decimal digits for any numerator or denominator
-MAX_EXPONENT = 10_000
+from galahad.flywheel.problems.reader_value import (  # noqa: F401 (the tree API in one place)
+    MAX_BITS,
+    MAX_EXPONENT,
+    args,
+    equation_form,
+    has_var,
+    linear,
+    value,
+)
+
 MAX_KEY_CHARS = 480  # the catalog column holds 500
 
 
@@ -44,10 +47,6 @@ VAR = ("v", "x")
 def key(t: tuple) -> str:
     """The canonical string of a tree (stored in the node when it is built: hashing never recurses)."""
     return t[1]
-
-
-def args(t: tuple) -> tuple:
-    return () if t[0] in ("n", "v") else t[2:]
 
 
 def _node(kind: str, children) -> tuple:
@@ -225,215 +224,6 @@ def extreme(kind: str, items) -> tuple:
     return _node(kind, sorted(items, key=key))
 
 
-def has_var(t: tuple) -> bool:
-    return t[0] == "v" or any(has_var(a) for a in args(t))
-
-
-# -- exact bounded arithmetic ---------------------------------------------------------------------------
-
-def _small(q: Fraction) -> Fraction | None:
-    return q if q.numerator.bit_length() <= MAX_BITS and q.denominator.bit_length() <= MAX_BITS else None
-
-
-def _root(q: int, k: int) -> int | None:
-    """The whole k-th root of q >= 0, or None when q is no k-th power."""
-    r = round(q ** (1 / k)) if q.bit_length() < 1000 else None
-    if r is None:
-        lo, hi = 0, 1 << (q.bit_length() // k + 1)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (mid + 1, hi) if mid ** k < q else (lo, mid)
-        r = lo
-    for c in (r - 1, r, r + 1):
-        if c >= 0 and c ** k == q:
-            return c
-    return None
-
-
-def _pow(b: Fraction, e: Fraction) -> Fraction | None:
-    if e.denominator != 1:  # a root: exact only for a k-th power of a non-negative base (49^(1/2) = 7)
-        k = e.denominator
-        if b < 0 or k > 64 or abs(e) > MAX_EXPONENT:
-            return None  # (-8)^(1/3): -2 in school, no real principal value elsewhere
-        num_r, den_r = _root(b.numerator, k), _root(b.denominator, k)
-        if num_r is None or den_r is None:
-            return None  # irrational
-        return _pow(Fraction(num_r, den_r), Fraction(e.numerator))
-    if abs(e) > MAX_EXPONENT:
-        return None  # towers are refused
-    k = int(e)
-    if b == 0:
-        return None if k <= 0 else Fraction(0)  # 0^0 and 0 to a negative power are undefined
-    if b in (1, -1):
-        return b ** k
-    size = max(b.numerator.bit_length(), b.denominator.bit_length())
-    if (size - 1) * abs(k) > MAX_BITS:  # |b| >= 2^(size-1): the result is at least that big
-        return None
-    return _small(b ** k)
-
-
-def value(t: tuple, x: Fraction | None = None, memo: dict | None = None) -> Fraction | None:
-    """The exact value of a tree (the unknown standing for `x`), or None when undefined or out of bounds.
-    `memo` (key string -> value, for one `x`) keeps the values of subtrees already computed."""
-    kind = t[0]
-    if kind == "n":
-        return t[2]
-    if kind == "v":
-        return x
-    if memo is not None:
-        if t[1] in memo:
-            return memo[t[1]]
-        memo[t[1]] = got = _value(t, x, memo)
-        return got
-    return _value(t, x, None)
-
-
-def _value(t: tuple, x: Fraction | None, memo: dict | None) -> Fraction | None:
-    kind = t[0]
-    vals = []
-    for a in args(t):
-        v = value(a, x, memo)
-        if v is None:
-            return None
-        vals.append(v)
-    if kind == "+":
-        out = Fraction(0)
-        for v in vals:
-            out = _small(out + v)
-            if out is None:
-                return None
-        return out
-    if kind == "*":
-        out = Fraction(1)
-        for v in vals:
-            out = _small(out * v)
-            if out is None:
-                return None
-        return out
-    if kind == "-":
-        return -vals[0]
-    if kind == "/":
-        return None if vals[0] == 0 else 1 / vals[0]
-    if kind == "|":
-        return abs(vals[0])
-    if kind == "^":
-        return _pow(vals[0], vals[1])
-    if kind == "%":
-        a, b = vals
-        ok = a.denominator == 1 and b.denominator == 1 and a >= 0 and b > 0
-        return Fraction(a.numerator % b.numerator) if ok else None
-    if kind == "_":
-        return Fraction(vals[0].numerator // vals[0].denominator)
-    if kind == "m":
-        vals.sort()
-        n = len(vals)
-        return vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2
-    if kind == ">":
-        return max(vals)
-    if kind == "<":
-        return min(vals)
-    if kind == "~":
-        x, unit = vals
-        if unit <= 0:
-            return None
-        q = x / unit
-        lo = q.numerator // q.denominator
-        if q - lo == Fraction(1, 2):
-            return None  # a tie: half up or half to even
-        return _small((lo + (1 if q - lo > Fraction(1, 2) else 0)) * unit)
-    return None
-
-
-def linear(t: tuple) -> tuple[Fraction, Fraction] | None:
-    """(a, b) with t = a*x + b exactly, or None (not linear in x, undefined, or out of bounds)."""
-    kind = t[0]
-    if kind == "n":
-        return Fraction(0), t[2]
-    if kind == "v":
-        return Fraction(1), Fraction(0)
-    if not has_var(t):
-        v = value(t)
-        return None if v is None else (Fraction(0), v)
-    if kind == "+":
-        a, b = Fraction(0), Fraction(0)
-        for arg in args(t):
-            r = linear(arg)
-            if r is None:
-                return None
-            a, b = _small(a + r[0]), _small(b + r[1])
-            if a is None or b is None:
-                return None
-        return a, b
-    if kind == "*":
-        a, b = Fraction(0), Fraction(1)  # running product: a*x + b, at most one factor with x
-        for arg in args(t):
-            r = linear(arg)
-            if r is None or (a != 0 and r[0] != 0):
-                return None  # x * x is not linear
-            a, b = _small(a * r[1] + b * r[0]), _small(b * r[1])
-            if a is None or b is None:
-                return None
-        return a, b
-    if kind == "-":
-        r = linear(t[2])
-        return None if r is None else (-r[0], -r[1])
-    if kind == "^":  # a base with x only to the literal power 1
-        return linear(t[2]) if t[3][1] == "1" else None
-    return None  # 1 / (expression in x)
-
-
-def equation_form(lhs: tuple, rhs: tuple) -> tuple[int, int] | None:
-    """lhs = rhs as the primitive integer equation A*x + B = 0 (A > 0, gcd 1): the same solution set
-    gives the same form. None when not linear or when there is no unique solution."""
-    lin_l, lin_r = linear(lhs), linear(rhs)
-    if lin_l is None or lin_r is None:
-        return None
-    a, b = lin_l[0] - lin_r[0], lin_l[1] - lin_r[1]
-    if a == 0:
-        return None  # no solution, or every x
-    d = a.denominator * b.denominator // gcd(a.denominator, b.denominator)
-    big_a, big_b = int(a * d), int(b * d)
-    g = gcd(big_a, big_b)
-    big_a, big_b = big_a // g, big_b // g
-    if big_a < 0:
-        big_a, big_b = -big_a, -big_b
-    return big_a, big_b
-
-
-# -- keys back into trees ---------------------------------------------------------------------------------
-
-_KEY_TOKEN = re.compile(r"-?\d+(?:/\d+)?|x|[+*\-/^|%_~m<>]\(|,|\)")
-_EQ_KEY = re.compile(r"q:(\d+)x([+-]\d+)")
-
-
-def parse_key(k: str) -> tuple | None:
-    """The tree of an `e:` key or None; bounded like the reader (a key is at most MAX_KEY_CHARS)."""
-    if not k.startswith("e:") or len(k) > MAX_KEY_CHARS:
-        return None
-    toks = _KEY_TOKEN.findall(k, 2)
-    if "".join(toks) != k[2:]:
-        return None
-    stack: list[list] = [["root"]]
-    for tok in toks:
-        if tok.endswith("("):
-            stack.append([tok[0]])
-        elif tok == ")":
-            if len(stack) < 2:
-                return None
-            node = stack.pop()
-            stack[-1].append(rebuild(node[0], node[1:]))
-        elif tok == ",":
-            continue
-        elif tok == "x":
-            stack[-1].append(VAR)
-        else:
-            stack[-1].append(num(Fraction(tok)))
-    if len(stack) != 1 or len(stack[0]) != 2:
-        return None
-    tree = stack[0][1]
-    return tree if tree[1] == k[2:] else None  # only canonical keys (a malformed one gives None)
-
-
 def rebuild(kind: str, children: list) -> tuple:
     """A parsed key's node, through the constructors (a canonical key rebuilds to itself)."""
     if kind in "+*":
@@ -445,8 +235,3 @@ def rebuild(kind: str, children: list) -> tuple:
     if kind in "-/|_":
         return _node(kind, children) if len(children) == 1 else ("bad", "")
     return _node(kind, children) if len(children) == 2 else ("bad", "")
-
-
-def key_solution(k: str) -> Fraction | None:
-    m = _EQ_KEY.fullmatch(k) if len(k) <= MAX_KEY_CHARS else None
-    return None if m is None or int(m.group(1)) == 0 else Fraction(-int(m.group(2)), int(m.group(1)))

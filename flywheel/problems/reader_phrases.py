@@ -1,0 +1,155 @@
+"""What the reader's phrases mean (reader_meaning.py's table): comparisons (difference, distance, the larger of,
+how much more, how many times), money (change), ratios, time elapsed, unit conversions, rounding and percent
+changes, on readings as reader_ops.py defines them."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from lark import Token
+
+from galahad.flywheel.problems import reader_tree as rt
+from galahad.flywheel.problems.reader_lexer import Refuse
+from galahad.flywheel.problems.reader_ops import PLAIN, _div, _plain, _sub
+
+
+def _difference(a, b):
+    va, vb = rt.value(a[0]), rt.value(b[0])
+    if va is None or vb is None:
+        return None
+    if va < vb:
+        raise Refuse("a - b or |a - b|: writers disagree when a < b")
+    return _sub(a, b)
+
+
+def _distance(a, b):
+    """The distance between a and b, how far apart they are: |a - b|, read as the larger less the smaller."""
+    va, vb = rt.value(a[0]), rt.value(b[0])
+    if va is None or vb is None:
+        return None
+    return _sub(a, b) if va >= vb else _sub(b, a)
+
+
+def _extreme(kind: str):
+    """The larger (smaller) of a and b, or of a list ("the largest of 3, 9 and 4"): plain numbers only; a tie
+    for it gets no key (either, or "they are equal")."""
+    def read(*rs):
+        trees = rs[0][0] if len(rs) == 1 and rs[0][1] == "items" else tuple(r[0] for r in rs)
+        if len(rs) != 1 and not _plain(*rs):
+            return None
+        vals = [rt.value(t) for t in trees]
+        if None in vals or len(vals) < 2:
+            return None
+        if vals.count(max(vals) if kind == ">" else min(vals)) > 1:
+            raise Refuse("the larger of two equal numbers: either, or 'they are equal'")
+        return rt.extreme(kind, trees), None
+    return read
+
+
+def _money(r) -> bool:
+    return isinstance(r[1], tuple) and r[1][0] == "money"
+
+
+def _change(paid, price):
+    """The change from paying `paid` for `price`: both money, paid >= price."""
+    if not (_money(paid) and _money(price)):
+        return None
+    vp, vq = rt.value(paid[0]) * paid[1][1], rt.value(price[0]) * price[1][1]
+    if vp < vq:
+        raise Refuse("paid less than the price: no change")
+    return _sub(paid, price)
+
+
+def _ratio(a, b):
+    """The ratio of a to b as a number: a / b (b not zero)."""
+    vb = rt.value(b[0])
+    return _div(a, b) if _plain(a, b) and vb else None
+
+
+def _elapsed(unit: Token, t1: Fraction, t2: Fraction, wrap: bool = True):
+    """The time from clock time t1 to t2 (minutes after midnight) in a unit of time: past midnight when t2 is
+    not after t1 (with am/pm), refused when they are equal (no time or a whole day) or not wrapping."""
+    dim, f = unit.value.split(":")
+    if dim != "time" or t1 == t2 or (t2 < t1 and not wrap):
+        return None
+    if t2 < t1:
+        t2 += 24 * 60
+    d = rt.sub(rt.num(t2), rt.num(t1))
+    ratio = Fraction(60) / Fraction(f)
+    return (d if ratio == 1 else rt.mul(d, rt.num(ratio))), None
+
+
+def _elapsed_24(unit: Token, a: Token, b: Token):
+    h1, h2 = Fraction(a.value), Fraction(b.value)
+    if not (h1.denominator == h2.denominator == 1 and 0 <= h1 < h2 <= 24):
+        return None
+    return _elapsed(unit, h1 * 60, h2 * 60, wrap=False)
+
+
+def _quotient(a, b):
+    va, vb = rt.value(a[0]), rt.value(b[0])
+    if not _plain(a, b) or not vb:
+        return None
+    if va.denominator == vb.denominator == 1 and (va / vb).denominator != 1:
+        raise Refuse("15 or 15.5: two whole numbers are read only where the quotient is whole")
+    return _div(a, b)
+
+
+def _cmp(a, b):
+    """How much more is a than b: a - b where a >= b."""
+    return _difference(a, b)
+
+
+def _convert(q, unit: Token):
+    if q[1] in PLAIN or q[1] == "%":
+        return None
+    dim, f = unit.value.split(":")
+    if dim != q[1][0]:
+        return None
+    ratio = q[1][1] / Fraction(f)
+    if not (_decimal(ratio, 4) or ratio.numerator == 1):
+        raise Refuse("km to miles: an exact value nobody writes (3.1068...); a gold 3.11 would be refused")
+    return (q[0] if ratio == 1 else rt.mul(q[0], rt.num(ratio))), None
+
+
+def _decimal(q: Fraction, places: int) -> bool:
+    return (q * 10**places).denominator == 1
+
+
+def _round(x, unit):
+    v = rt.value(x[0])
+    if not _plain(x) or v is None or unit is None:
+        return None
+    q = v / unit
+    if q - (q.numerator // q.denominator) == Fraction(1, 2):
+        raise Refuse("a tie: half up and half even disagree")
+    return rt.round_to(x[0], unit), None
+
+
+def _sig_unit(x: tuple, n: int) -> Fraction | None:
+    v = rt.value(x)
+    if v is None or v == 0 or not 1 <= n <= 20:
+        return None
+    v, e = abs(v), 0
+    while Fraction(10) ** (e + 1) <= v:
+        e += 1
+    while Fraction(10) ** e > v:
+        e -= 1
+    return Fraction(10) ** (e - n + 1)
+
+
+def _pct_change(a, b, direction):
+    """Percent change from a to b: (b - a) / a * 100; an increase needs b >= a, a decrease a >= b (then
+    (a - b) / a * 100)."""
+    va, vb = rt.value(a[0]), rt.value(b[0])
+    if not _plain(a, b) or va is None or vb is None:
+        return None
+    if va <= 0 or direction * (vb - va) < 0:
+        raise Refuse("a percent change against its direction, or from zero or below")
+    d = rt.sub(a[0], b[0]) if direction < 0 else rt.sub(b[0], a[0])
+    return rt.mul(d, rt.inv(a[0]), rt.num(100)), None
+
+
+def _pct_of(a, b):
+    """a is what percent of b: a / b * 100."""
+    return (rt.mul(a[0], rt.inv(b[0]), rt.num(100)), None) if _plain(a, b) else None
