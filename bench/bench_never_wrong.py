@@ -3,7 +3,8 @@
 Population: the first text of each `single` group with an exact answer in a held-out phrasing file (default
 `bench/data/keys_heldout/test.jsonl`, written by a helper that never read the code) that the key reader computes
 (the service can only know an answer it can compute), one area at a time in turn, `--n` of them. Each is asked under the
-default answer policy and under `answer_policy: "model"`; the learner drains the queue; each is asked again.
+default answer policy and under `answer_policy: "model"`; the learner drains the queue (and the verified ones'
+deposits land); each is asked again.
 An answer is right when the verifier accepts it against the file's answer (not the reader's value).
 
 Prints JSON: per ask, right and verified-and-right counts for both policies, the paths and solution kinds, the
@@ -29,6 +30,7 @@ from soak import cpu_model  # noqa: E402
 
 from galahad.flywheel.problems.canonical import value  # noqa: E402
 from galahad.flywheel.problems.golds import exact_number  # noqa: E402
+from galahad.flywheel.problems.records import problem_hash  # noqa: E402
 from galahad.verifier.verifier import Verifier  # noqa: E402
 
 DEFAULT = Path(__file__).resolve().parent / "data" / "keys_heldout" / "test.jsonl"
@@ -50,15 +52,23 @@ def questions(path: Path, n: int) -> list[tuple[str, str]]:
     return turns[:n]
 
 
-def drain(server: Served, limit: float = 1800.0) -> float:
+def drain(server: Served, ids: list[str], limit: float = 1800.0) -> float:
+    """Seconds until the queue is empty and every verified problem of `ids` has its recall artifact (a verdict
+    is committed before its deposit, which lands a moment later)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < limit:
         code, st = server.json("GET", "/v1/catalog/stats")
         by = st.get("by_status", {}) if code == 200 else {}
-        if code == 200 and by.get("pending", 0) + by.get("claimed", 0) == 0:
+        if code == 200 and by.get("pending", 0) + by.get("claimed", 0) == 0 and all(deposited(server, i) for i in ids):
             return time.monotonic() - t0
         time.sleep(2)
     raise SystemExit(f"bench_never_wrong: the learner did not drain in {limit:.0f} s")
+
+
+def deposited(server: Served, problem_id: str) -> bool:
+    """Not (verified and its recall artifact still on its way)."""
+    code, p = server.json("GET", f"/v1/problems/{problem_id}")
+    return code != 200 or p["status"] != "verified" or p["recall_artifact_id"] is not None
 
 
 def summary(rows: list[dict], n: int) -> dict:
@@ -102,7 +112,7 @@ def main() -> int:
                                    "right": bool(verifier.check_answer(gold, out["answer"]).verified)}
                 asks[round_].append(row)
             if round_ == 0:
-                report["drained_s"] = round(drain(server), 1)
+                report["drained_s"] = round(drain(server, [problem_hash(t) for t, _ in qs]), 1)
         report["load"] = [round(x, 2) for x in os.getloadavg()]
     finally:
         report["serve_exit"] = server.stop()

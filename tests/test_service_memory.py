@@ -49,9 +49,10 @@ def test_foreign_note_and_rebuild_counter_over_http(tmp_path, model_cache, monke
         _, _, raw = served.request("GET", "/metrics")  # its transfer route may have grafted HOME's evicted chain
         before = metric(raw, "galahad_artifact_rebuilds")
         assert before == (1 if ans["path"] == "transfer" else 0), ans
-        code, ans = served.json("POST", "/v1/solve", {"problem": HOME[0]})
+        code, ans = served.json("POST", "/v1/solve", {"problem": HOME[0], "model_decode": True})
         assert code == 200, ans
-        # its hash route grafted the recall artifact (rebuilt first), whichever route answered at last (the
+        # asked as the model's own decode (not the decode stored at deposit, which needs no graft): its hash
+        # route grafted the recall artifact (rebuilt first), whichever route answered at last (the
         # tiny random model need not copy the gold, so the answer may come from a later route)
         assert ans["memory_note"] is None
         assert LocalStore(data / "store").has(home)  # under its own id, checked by hash as it was written
