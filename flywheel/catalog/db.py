@@ -14,6 +14,7 @@ Every connection failure becomes one GalahadError line.
 from __future__ import annotations
 
 import functools
+import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -116,6 +117,25 @@ def _ping_when_idle(engine: Engine) -> None:
             raise DisconnectionError()
 
 
+def _wal(cur) -> None:
+    """Put the database in WAL mode (once per file: the mode is stored in it).
+
+    Switching modes needs the exclusive lock, and SQLite answers SQLITE_BUSY at once, without calling the
+    busy handler, when processes race to open a new file: retry for the busy timeout, then fail.
+    """
+    if str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+        return
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 def _sqlite_setup(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record) -> None:
@@ -123,7 +143,7 @@ def _sqlite_setup(engine: Engine) -> None:
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        cur.execute("PRAGMA journal_mode = WAL")
+        _wal(cur)
         # WAL + NORMAL: a commit survives a process kill; after power loss the newest commits may roll
         # back, which can only orphan a blob (collectable), never leave a row without its blob.
         cur.execute("PRAGMA synchronous = NORMAL")
