@@ -264,6 +264,8 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
     if len(w) == 1 and w not in ("a", "i"):
         if nxt == "(" and w in "fghpq":
             return [Token("FUNC", w)]
+        if w == "r" and prev[:1].isdigit() and any(v in _DIVISION for v in words):
+            raise Refuse("'9 r 8' beside a division: remainder notation, not an unknown")
         if w == "x" and prev[:1].isdigit() and nxt[:1].isdigit():
             if tight:
                 raise Refuse("3x4: times or hexadecimal")
@@ -277,6 +279,9 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
     if w in lx.FILLER:
         return []
     raise Refuse(f"unknown word {w!r}")
+
+
+_DIVISION = frozenset(("\u00f7", "/", "divided", "divide", "div", "into", "over", "by"))
 
 
 def _a_is_var(words: list[str], i: int) -> bool:
