@@ -101,8 +101,9 @@ class SamplingConfig:
     seed: int = 0
     sampler: str = "batched"  # workers/sampler.py: "batched" (one forward per step for all rows) or "sequential"
     batch_rows: int = 32  # the batched sampler's most live rows (a generator call's samples share them)
-    # what the generators compute in (`workers.runtime.GeneratorRuntime`): "auto" (bfloat16 where the CPU computes
-    # it natively, else float32), "float32" or "bfloat16"; deposits and grafts are always the exact engine's fp32
+    # what the generators compute in (`workers.runtime.GeneratorRuntime`): "auto" (the kernel mode and dtype that
+    # measured fastest on this CPU: `workers.sampler_choice`), "float32" or "bfloat16"; deposits and grafts are
+    # always the exact engine's
     dtype: str = "auto"
 
 

@@ -14,9 +14,18 @@ import ray
 
 from galahad.flywheel.artifacts.s3_store import ENV_VARS as STORE_ENV
 from galahad.flywheel.errors import GalahadError
+from galahad.kernels.modes import MODE_ENV
 from galahad.workers.depositor import Depositor
 from galahad.workers.generator import Generator
-from galahad.workers.runtime import PINNED_ENV, PROCESS_ENV, GeneratorRuntime, RuntimeConfig, runtime_facts
+from galahad.workers.runtime import (
+    PINNED_ENV,
+    PROCESS_ENV,
+    SAMPLER_MODES,
+    GeneratorRuntime,
+    RuntimeConfig,
+    runtime_facts,
+)
+from galahad.workers.sampler_choice import choose
 
 
 @dataclass(frozen=True)
@@ -87,16 +96,26 @@ def start_depositor(cluster_gpus: float, model: str, model_cache: str, runtime: 
 
 
 def start_workers(model: str, model_cache: str, runtime: RuntimeConfig, device: str, generators: int,
-                  store_path: str, chain_max_tokens: int | None,
-                  ram_tier_bytes: int | None = None, sampler_dtype: str = "auto") -> tuple[list, object, str]:
-    """The learning job's actors on the connected cluster: `generators` generators (computing in
-    `sampler_dtype`: `GeneratorRuntime`) and one depositor, on GPUs when the cluster has them
-    (`device="auto"`); returns (generators, depositor, model fingerprint) once every worker has loaded the
-    same model, else one line naming why not."""
+                  store_path: str, chain_max_tokens: int | None, ram_tier_bytes: int | None = None,
+                  sampler_dtype: str = "auto") -> tuple[list, object, str, dict]:
+    """The learning job's actors on the connected cluster: `generators` generators and one depositor, on GPUs
+    when the cluster has them (`device="auto"`); returns (generators, depositor, model fingerprint, what the
+    generators compute in) once every worker has loaded the same model, else one line naming why not.
+    Generators compute in `sampler_dtype` (`GeneratorRuntime`); with `auto` on a CPU, under a sampling kernel
+    mode the user did not pin (`$GALAHAD_KERNEL_MODE`), in the kernel mode and dtype that measured fastest here
+    (`workers/sampler_choice.py`)."""
     gpus = ray.cluster_resources().get("GPU", 0)
     device = ("cuda" if gpus >= 1 else "cpu") if device == "auto" else device
     runtime = runtime.with_(device=device)
-    gen_runtime = GeneratorRuntime(compute_dtype=sampler_dtype).apply(runtime)
+    chosen = GeneratorRuntime(compute_dtype=sampler_dtype)
+    seconds: dict[str, float] = {}
+    if sampler_dtype == "auto" and device == "cpu" and runtime.kernel_mode in SAMPLER_MODES \
+            and not os.environ.get(MODE_ENV):
+        mode, dtype, seconds = choose(model, model_cache)
+        chosen = GeneratorRuntime(compute_dtype=dtype, kernel_mode=mode)
+    gen_runtime = chosen.apply(runtime)
+    sampler = {"kernel_mode": gen_runtime.kernel_mode, "compute_dtype": gen_runtime.compute_dtype,
+               "seconds_per_step": seconds}
     gens = [start_generator(gpus, model, model_cache, gen_runtime) for _ in range(generators)]
     depositor = start_depositor(gpus, model, model_cache, runtime, store_path, chain_max_tokens, ram_tier_bytes)
     try:
@@ -105,4 +124,4 @@ def start_workers(model: str, model_cache: str, runtime: RuntimeConfig, device: 
         raise GalahadError(f"model {model!r} failed to load in a worker: {str(exc).splitlines()[-1][:200]}") from exc
     if len(set(fps)) != 1:
         raise GalahadError("workers loaded different models (model fingerprints differ)")
-    return gens, depositor, fps[0]
+    return gens, depositor, fps[0], sampler

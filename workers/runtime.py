@@ -75,12 +75,14 @@ class GeneratorRuntime:
     threads: int = 1
     attn_implementation: str = "grouped"  # "eager": transformers' own
     compute_dtype: str = "auto"  # "auto": bfloat16 where `native_bf16`, else float32; or either by name
+    kernel_mode: str | None = None  # None: the job's (`workers/sampler_choice.py` picks one by measurement)
 
     def apply(self, runtime: RuntimeConfig) -> RuntimeConfig:
-        out = runtime.with_(threads=self.threads, attn_implementation=self.attn_implementation)
+        out = runtime.with_(threads=self.threads, attn_implementation=self.attn_implementation,
+                            kernel_mode=self.kernel_mode or runtime.kernel_mode)
         dtype = self.compute_dtype
         if dtype == "auto":
-            dtype = "bfloat16" if runtime.device == "cpu" and runtime.kernel_mode in SAMPLER_MODES and native_bf16() \
+            dtype = "bfloat16" if out.device == "cpu" and out.kernel_mode in SAMPLER_MODES and native_bf16() \
                 else "float32"
         return out.with_(compute_dtype=dtype, kernel_mode="stock") if dtype != "float32" else out
 

@@ -62,14 +62,14 @@ class LearningJob:
         self.catalog, self.store, self.config, self.lock = catalog, store, config, lock
         if lock is not None:
             catalog.queue.release_all()  # claims left by a killed local job: we hold the lock, so they are stale
-        self.generators, self.depositor, self.fingerprint = start_workers(
+        self.generators, self.depositor, self.fingerprint, self.sampler = start_workers(
             workers.model, workers.model_cache, DEFAULT_RUNTIME.with_(kernel_mode=resolve(workers.kernel_mode, workers.device)[0]), workers.device, workers.generators,
             str(store.root), workers.chain_max_tokens, store.ram.capacity, config.sampling.dtype)
         # The facts behind the depositor's runtime fingerprint, as it read them (its device, its model's
         # architecture facts), so that on another machine a foreign artifact's difference can be named.
         catalog.runtimes.record(*ray.get(self.depositor.runtime_record.remote()))
         self.run_id = catalog.runs.start({"model": workers.model, "model_fingerprint": self.fingerprint,
-                                         "generators": workers.generators, **(run_info or {}),
+                                         "generators": workers.generators, "sampler": self.sampler, **(run_info or {}),
                                          "loop": asdict(config)})
         self.wheel = Flywheel(catalog, store, self.generators, self.depositor, self.fingerprint, config)
         self.stopping = threading.Event()

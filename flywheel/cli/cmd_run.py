@@ -44,8 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sampler", choices=["batched", "sequential"], default=sampling.sampler,
                    help=f"decode a round's samples as one batch or one by one (default {sampling.sampler})")
     p.add_argument("--sampler-dtype", choices=["auto", "float32", "bfloat16"], default=sampling.dtype,
-                   help="what the generators compute in (auto: bfloat16 where the CPU computes it natively, under the "
-                        "stock kernels; deposits and grafts stay the exact engine's; default " + sampling.dtype + ")")
+                   help="what the generators compute in (auto: the kernel mode and dtype that measured fastest on this "
+                        "CPU, timed once; deposits and grafts stay the exact engine's; default " + sampling.dtype + ")")
     p.add_argument("--round-size", type=count(), default=None,
                    help=f"samples per problem per round (default {DEFAULTS.loop.round_size})")
     p.add_argument("--problems-per-call", type=count(), default=None,
@@ -156,6 +156,7 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
     result["artifacts_added"] = result["catalog"]["artifacts"] - before["artifacts"]
     result.update(where(args, paths, catalog, store))
     result["kernel_mode"] = args.kernel_mode  # the concrete mode `auto` resolved to, as every engine ran it
+    result["sampler"] = job.sampler  # what the generators computed in (their own choice: `--sampler-dtype`)
     result["commands"] = next_commands(args, paths, result)
     unchecked = unchecked_golds(items[0])  # golds taken on their giver's word (no computable value)
     result["golds_unchecked"], result["golds_unchecked_note"] = len(unchecked), unchecked_line(unchecked)
@@ -164,6 +165,16 @@ def _run(args, paths, catalog, store, items, lock: RunLock | None) -> int:
     else:
         print("\n".join(report(result)))
     return 0
+
+
+def sampling_line(sampler: dict) -> str:
+    """What the generators computed in, and the timings `auto` chose it by (when it measured)."""
+    line = f"{sampler['kernel_mode']}/{sampler['compute_dtype']}"
+    timed = sampler.get("seconds_per_step") or {}
+    if timed:
+        line += " (fastest here: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in sorted(timed.items())) + \
+            " a batch step)"
+    return line
 
 
 def where(args, paths, catalog, store) -> dict:
@@ -210,6 +221,7 @@ def report(r: dict, shown: int = 3) -> list[str]:
         f"{c['artifacts']:,} artifacts, {c['bytes'] / 1e6:.1f} MB)",
         f"  store     {r['store']}",
         f"  kernels   {r['kernel_mode']} (artifacts graft under this kernel mode)",
+        f"  sampling  {sampling_line(r['sampler'])}",
     ]
     if r.get("golds_unchecked_note"):
         lines.append(r["golds_unchecked_note"])
