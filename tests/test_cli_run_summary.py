@@ -63,7 +63,9 @@ def test_the_summary_says_what_where_what_failed_and_what_next(depositor, tmp_pa
                   verified_examples=[example(p) for p in learned],
                   failed_examples=[example(p) for p in failed[:EXAMPLES]])
     r = summary(tally, LoopConfig())
-    r.update(run_id="r1", catalog=cat.stats(), artifacts_added=2 * len(learned), kernel_mode="stock")
+    timed = {"stock/float32": 0.31, "codes/float32": 0.27}
+    r.update(run_id="r1", catalog=cat.stats(), artifacts_added=2 * len(learned), kernel_mode="stock",
+             sampler={"kernel_mode": "codes", "compute_dtype": "float32", "seconds_per_step": timed})
     paths = Paths.resolve(tmp_path / "data")
     r.update(where(_args(), paths, cat, store))
     r["commands"] = next_commands(_args(), paths, r)
@@ -71,6 +73,7 @@ def test_the_summary_says_what_where_what_failed_and_what_next(depositor, tmp_pa
     assert f"verified 2 of {2 + EXAMPLES + 2} problems (0 gold solutions, {EXAMPLES + 2} failed)" in text
     assert "deposited 2 solutions (sampled and gold); 4 artifacts added" in text
     assert "kernels   stock" in text
+    assert "sampling  codes/float32 (fastest here: codes/float32 270 ms, stock/float32 310 ms a batch step)" in text
     assert f"data dir  {paths.root}" in text and f"catalog   {cat.url}" in text and f"store     {store.root}" in text
     assert f"failed: {EXAMPLES + 2} problems" in text and failed[0]["id"][:16] in text and failed[0]["text"] in text
     assert failed[EXAMPLES - 1]["text"] not in text  # the first few only, and the command for them all
@@ -85,7 +88,8 @@ def test_nothing_learned_suggests_a_bigger_budget_and_a_password_never_shows(dep
     cat, store = depositor.catalog, depositor.store
     tally = Tally(problems=1, attempted=2, failed=1, failed_examples=[example(_problem("What is 9 + 9?", "18"))])
     r = summary(tally, LoopConfig())
-    r.update(run_id="r2", catalog=cat.stats(), artifacts_added=0, kernel_mode="stock")
+    r.update(run_id="r2", catalog=cat.stats(), artifacts_added=0, kernel_mode="stock",
+             sampler={"kernel_mode": "stock", "compute_dtype": "float32", "seconds_per_step": {}})
     paths = Paths.resolve(tmp_path / "data")
     r.update(where(_args(), paths, cat, store))
     secret = "postgresql://galahad:hunter2@127.0.0.1:5432/cat"
