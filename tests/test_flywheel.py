@@ -165,7 +165,7 @@ def _wait_verified(data: Path, proc: subprocess.Popen, at_least: int, timeout: f
 
 def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path, env):
     data = tmp_path / "killed"
-    args = [*GALAHAD, "--data", str(data), *RUN, "--limit", "10", "--seed", "3"]
+    args = [*GALAHAD, "--data", str(data), *RUN, "--model", "tiny", "--limit", "10", "--seed", "3"]  # the job's safety, not the model's
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
@@ -176,7 +176,7 @@ def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path, env):
     assert seen >= 1, "the job ended or stalled before verifying anything"
     with _catalog(data) as cat:
         before = {p["id"] for p in cat.problems.find(limit=1000) if p["status"] == "verified"}
-    resumed = galahad(data, *RUN[0:], "--limit", "10", "--seed", "3", "--json", env=env)
+    resumed = galahad(data, *RUN, "--model", "tiny", "--limit", "10", "--seed", "3", "--json", env=env)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     with _catalog(data) as cat:
         after = {p["id"] for p in cat.problems.find(limit=1000) if p["status"] == "verified"}
@@ -250,17 +250,22 @@ def _attempts(data: Path) -> dict:
                 if a["sampling"].get("provenance") != "gold"}  # a gold solution is no sample
 
 
-def test_batches_are_formed_by_the_queue_not_by_timing(learned, env, tmp_path):
+def test_batches_are_formed_by_the_queue_not_by_timing(env, tmp_path):
     # Problems are claimed in groups and a group's unfinished problems go on together, so which samples share
     # a batch (and so every draw) does not depend on how many generators run or when their calls return.
-    data, summary = learned
-    proc = galahad(tmp_path, *RUN, "--limit", "8", "--generators", "2", "--json", env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    other = json.loads(proc.stdout.strip().splitlines()[-1])
-    mine, theirs = _attempts(data), _attempts(tmp_path)
+    # The property is the queue's, not the model's: the tiny model, 1 generator against 2.
+    runs = {}
+    for generators in (1, 2):
+        data = tmp_path / f"g{generators}"
+        proc = galahad(data, *RUN, "--model", "tiny", "--limit", "8", "--generators", str(generators), "--json",
+                       env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs[generators] = data, json.loads(proc.stdout.strip().splitlines()[-1])
+    (one, summary), (two, other) = runs[1], runs[2]
+    mine, theirs = _attempts(one), _attempts(two)
     assert mine == theirs and len(mine) == summary["attempted"] == other["attempted"]
     assert other["verified"] == summary["verified"] and other["tokens_spent"] == summary["tokens_spent"]
-    with _catalog(data) as cat:
+    with _catalog(one) as cat:
         sizes = {a["sampling"]["group_size"] for p in cat.problems.find(limit=1000) for a in cat.runs.attempts(p["id"])
                  if a["sampling"].get("provenance") != "gold"}
     assert max(sizes) > 1  # several problems did share calls
