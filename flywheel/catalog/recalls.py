@@ -85,7 +85,7 @@ class Recalls(Part):
         (`by_key(key)`), `numbers` (`by_numbers(numbers)`), each a list made under `fingerprints`, and
         `shape`: the template and topic of the oldest problem of `shape_hash` (`problems.classify`), or
         None. A None argument asks nothing of that kind (an empty list, or None). `scope`: only problems
-        that scope sees (its own and shared; `problem_id` then a list of its ids: `problems.scope_ids.ids_for`)."""
+        that scope sees (its own and shared; `problem_id` then a list of its ids: `catalog.scopes`)."""
         asked = {"hash": problem_id, "key": key, "numbers": numbers}
         branches = [_recalled_stmt(BY[kind](value), fingerprints=fingerprints, scope=scope)
                     .add_columns(literal(kind).label("match"))

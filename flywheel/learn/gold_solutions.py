@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from galahad.flywheel.problems.golds import COMPUTED, check_gold
 
-PROVENANCE = ("sampled", "gold")  # attempts.provenance
-
 
 def trusted_gold(problem: dict) -> str | None:
     """The answer a gold solution of `problem` writes (its gold, one line), or None when the gold is not
