@@ -1,20 +1,11 @@
 """Model loading: the default Gemma 3 270M (GGUF -> cached safetensors snapshot), `tiny`, or a local HF folder.
 
 Built-in models are converted once into the shared model cache (`flywheel.config.model_cache`), under a
-file lock, so concurrent workers on a fresh machine never read each other's half-written files.
-
-Also owns the model fingerprint: SHA-256 over every weight's name, dtype, shape and bytes, the model
-config and the tokenizer (its serialized fast tokenizer; for a slow one its vocabulary and special tokens),
-whatever the architecture. An artifact made by one model is refused by any other.
-
-A model's architecture must have an adapter (workers/arch/): `check_spec` refuses any other, in one line,
-from its config.json alone, before any worker is started; `load_model` then holds the adapter's statement
-to the model transformers built (`Architecture.check_model`).
-
-An fp32 snapshot loaded on the CPU is held as read-only views of one shared mapping of its safetensors file
-(`workers/shared_weights.py`): every process of a machine that loads it reads the same pages, and a write to
-a weight fails; any other snapshot, dtype or device keeps transformers' tensors (`LoadedModel.weights` says
-which, and why).
+file lock, so concurrent workers on a fresh machine never read each other's half-written files. Owns the
+model fingerprint: SHA-256 over every weight's name, dtype, shape and bytes, the config and the tokenizer.
+A model's architecture must have an adapter (workers/arch/): `check_spec` refuses any other from its
+config.json alone; `load_model` holds the adapter to the model transformers built. An fp32 CPU snapshot is
+held as shared read-only views (`workers/shared_weights.py`; `LoadedModel.weights` says which, and why).
 """
 
 from __future__ import annotations
