@@ -1,14 +1,11 @@
 """Catalog/store consistency: `fsck` (re-hash everything, report) and `gc` (collect orphans safely).
 
-fsck findings, worst first: dangling rows (a row whose blob is missing: must never happen), corrupted blobs
-(bytes that no longer hash to their id), mismatched rows (a row that disagrees with its blob's header),
-orphan blobs (bytes with no row: what a crash between `put` and commit leaves; collectable) and temp files
-(a writer killed mid-write; collectable).
-
-gc deletes only orphans and temp files older than a grace period, because a live depositor's blob is an
-orphan for the instant between its `put` and its commit. Without `--force` it never deletes more than half
-of the store's blobs, nor any when the catalog has no artifacts: that is what a wrong catalog looks like. If a row for a blob appears while gc is deleting
-it anyway, gc puts the bytes back.
+fsck findings, worst first: dangling rows (blob missing: must never happen), corrupted blobs, mismatched
+rows (row disagrees with its blob's header), orphan blobs (a crash between `put` and commit; collectable)
+and temp files (a killed writer; collectable). gc deletes only orphans and temp files older than a grace
+period (a live depositor's blob is an orphan until its commit); without `--force` never more than
+`max_fraction` of the blobs, nor any when the catalog has no artifacts. A blob whose row appears while gc
+deletes it is put back.
 """
 
 from __future__ import annotations
