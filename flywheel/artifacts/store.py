@@ -64,7 +64,8 @@ def shareable(fd: int) -> None:
     os.fchmod(fd, 0o666 & ~_umask())
 
 
-def _open_regular(path: Path, limit: int, what: str, expected: int | None = None) -> tuple[int, os.stat_result]:
+def _open_regular(path: Path, limit: int, what: str,
+                  expected: int | None = None) -> tuple[int, os.stat_result]:
     """(fd, its `fstat`) of a regular file that is not a symlink, opened without blocking (a FIFO never
     hangs); a FIFO, a device, a symlink, a size other than `expected` or above `limit` is refused before
     anything is read. The caller owns the fd."""

@@ -47,10 +47,9 @@ class Activity(Part):
             return [int(v or 0) for v in conn.execute(stmt).one()]
 
     def latest_verified(self, limit: int) -> list[dict[str, Any]]:
-        """The newest verified problems, one row each (a claim's several accepted attempts are one), newest
-        first: problem_id, text, answer (the gold it was checked against), scope, verified_at (its newest
-        positive verdict, naive UTC), verifier_version, provenance (`sampled`, or `gold`: a gold solution). Newest verdicts are read a page at a time until
-        `limit` problems are found."""
+        """The newest verified problems, one row each, newest first: problem_id, text, answer, scope,
+        verified_at (its newest positive verdict, naive UTC), verifier_version, provenance. Newest verdicts
+        are read a page at a time until `limit` problems are found."""
         stmt = (select(P.c.id.label("problem_id"), P.c.text, P.c.answer, P.c.scope,
                        V.c.created_at.label("verified_at"), V.c.verifier_version, A.c.provenance)
                 .join(A, V.c.attempt_id == A.c.id).join(P, P.c.id == A.c.problem_id)

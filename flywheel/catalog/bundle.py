@@ -516,15 +516,10 @@ def _trust_gate(path: Path, trusted_keys, rederive, trust_unsigned: bool, seen: 
 
 def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, rederive=None, *,
                   trusted_keys=(), trust_unsigned: bool = False) -> dict[str, Any]:
-    """Validate the whole bundle, then put its blobs and commit its rows; refuses without writing.
-
-    Trust first: a bundle goes on only if signed by one of `trusted_keys` (key ids, `signing.TrustedKeys.ids`),
-    or if `rederive` re-derives every artifact, or with `trust_unsigned`; a signature that does not verify
-    refuses it whatever the flags.
-
-    `rederive` (a `learn.rebuild_check.RebuildCheck`, for `import --verify`): before anything is written, every
-    artifact is re-derived from its token ids and parent on the local engine; any whose bytes differ, or
-    that cannot be re-derived here, refuses the whole bundle."""
+    """Validate the whole bundle, then put its blobs and commit its rows; refuses without writing. It goes on
+    only if signed by one of `trusted_keys` (`signing.TrustedKeys.ids`), or if `rederive` (a
+    `learn.rebuild_check.RebuildCheck`, `import --verify`) re-derives every artifact byte for byte on the
+    local engine, or with `trust_unsigned`; a signature that does not verify refuses it whatever the flags."""
     path = Path(path)
     seen: dict[str, Any] = {}
     gate = _trust_gate(path, trusted_keys, rederive, trust_unsigned, seen)

@@ -195,11 +195,9 @@ def _refuse_mass_delete(rows: set[str], blobs: int, doomed: int, max_fraction: f
 def gc(catalog: Catalog, store: BlobStore, grace_seconds: float = DEFAULT_GRACE_SECONDS,
        dry_run: bool = False, force: bool = False, max_fraction: float = GcConfig.max_fraction) -> dict[str, Any]:
     """Delete orphan blobs and temp files older than `grace_seconds`, and evict the blobs of originals a
-    recompile has rebuilt under another runtime (`evicted_superseded`: rows kept, rebuildable); never
-    deletes a row, nor the blob of a row that is not superseded.
-
-    Without `force`, refuses (deleting nothing) to delete more than `max_fraction` of the store's blobs,
-    or any blob when the catalog has no artifacts."""
+    recompile has rebuilt under another runtime (rows kept, rebuildable); never deletes a row. Without
+    `force`, refuses to delete more than `max_fraction` of the store's blobs, or any when the catalog has no
+    artifacts."""
     rows = set(catalog.artifacts.sizes())
     out: dict[str, Any] = {"removed_orphans": [], "removed_temp_files": [], "freed_bytes": 0,
                            "kept_young": 0, "restored": [], "dry_run": dry_run}

@@ -55,12 +55,9 @@ def rss_mb() -> float:
 
 
 def trimmed_rss_mb() -> tuple[float, float]:
-    """(VmRSS after handing the allocator's free pages back to the OS, VmRSS as found), in MiB.
-
-    glibc keeps freed buffers (attention scores, masks) cached, so raw RSS swings by tens of MB from one
-    sample to the next; `malloc_trim(0)` releases only memory nobody holds, so anything the process keeps
-    alive (a leaked cache, artifact bytes) still shows. Both figures are recorded.
-    """
+    """(VmRSS after `malloc_trim(0)`, VmRSS as found), in MiB. glibc keeps freed buffers cached, so raw RSS
+    swings by tens of MB between samples; the trim releases only memory nobody holds, so a leak still
+    shows."""
     raw = rss_mb()
     if _LIBC is not None:
         _LIBC.malloc_trim(0)

@@ -281,12 +281,10 @@ class Solver:
     def solve(self, text: str, template: str | None = None, topic: str | None = None,
               policy: RetrievalPolicy | None = None, decode: Callable[[Route], Recalled] | None = None,
               gated: bool = True) -> Answer:
-        """The first route whose answer is accepted: a recalled one must verify against its gold; then the
-        answer is checked against the text's computed value where it has one (`check_computed`). `decode`
-        runs each route's graft -> decode (default `self.decode`): `eval transfer`'s `system` condition
-        passes one that runs it as a recorded spec, so it measures this very walk, route by route.
-        `gated=False`: similar and transfer answer wherever memory has them (`eval transfer`'s `transfer`
-        condition, the evidence for their gates)."""
+        """The first route whose answer is accepted (a recall must verify against its gold), then
+        `check_computed`. `decode` runs each route's graft -> decode (default `self.decode`; `eval transfer`'s
+        `system` condition records each as a spec). `gated=False`: similar and transfer answer wherever memory
+        has them."""
         t0 = time.perf_counter()
         decode = decode or self.decode
         for route in self.routes(text, template, topic, policy, gated):

@@ -1,15 +1,14 @@
 """OpenAI's protocol over Galahad's one answering path, without HTTP: requests in, problems and how to decode
-them out; answers (`api.SolveResult`) in, `chat.completion` / `text_completion` bodies, their server-sent-event
-chunks, the response headers, the model list and OpenAI's error body out. Plain functions: the routes
-(`openai_routes.py`) only call them, and tests call them alone.
+them out; answers (`api.SolveResult`) in, `chat.completion` / `text_completion` bodies, their
+server-sent-event chunks, the response headers, the model list and OpenAI's error body out. Plain functions:
+the routes (`openai_routes.py`) only call them, and tests call them alone.
 
 A request carries one problem: a chat's last `user` message or a completion's `prompt`. `metadata.gold`,
 `metadata.answer_policy` and `metadata.model_decode` are `/v1/solve`'s fields. Every parameter of OpenAI's two
 requests is honoured, accepted and ignored, or refused (400, naming it) by the tables below (`CHAT`, `TEXT`;
 docs/service.md lists them); an unknown one is refused; `null` counts as not sent. Status codes: 422 for a
 body not of this shape, 400 refused, 404 another model, 413 over the size limits, 409 a gold that conflicts
-with memory, 429 a full solve queue, 401 a missing or wrong token.
-"""
+with memory, 429 a full solve queue, 401 a missing or wrong token."""
 
 from __future__ import annotations
 

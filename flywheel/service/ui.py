@@ -5,9 +5,8 @@ The token rule is every endpoint's (`security.py`); with a token set the page ne
 gets 403). A browser's 401 or 403 on `/` or `/ui` is a form that POSTs the token to `/ui/login`, which keeps
 it in a cookie (`galahad_token`: HttpOnly, SameSite=Strict, Secure over https); `/ui/logout` clears it. The
 cookie counts only on GET and HEAD of `/`, `/ui` and `/ui/data` (`sign_in`), so it reads the page and nothing
-more; login and logout grant nothing and refuse a cross-site POST. `UiRoutes` is mixed into
-`app.GalahadApi`; it needs `metrics`, `answering`, `learner_state()`, `tenants_exist`, `model_id` and `config`.
-"""
+more; login and logout grant nothing and refuse a cross-site POST. `UiRoutes` is mixed into `app.GalahadApi`;
+it needs `metrics`, `answering`, `learner_state()`, `tenants_exist`, `model_id` and `config`."""
 
 import re
 from urllib.parse import parse_qs, urlsplit
