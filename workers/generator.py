@@ -1,11 +1,8 @@
 """The generator: samples k seeded attempts per problem with the base model's few-shot prompt.
 
-Plain class (the Ray actor in `workers/actors.py` only wraps it). Its prompts are built by the pinned
-few-shot schedule (`workers/schedule.py`): the examples every prompt starts with prefilled once per
-process, the problem's question once per round after them; its samples are decoded by the configured
-`Sampler` (`workers/sampler.py`: one batch, or one after another), so k attempts cost one prefill plus the
-decode steps.
-Seeds derive from (run seed, problem id, sample index) (`workers/sampling.py`): a rerun samples the
+Plain class (the Ray actor in `workers/actors.py` wraps it). Prompts are built by the pinned few-shot
+schedule (`workers/schedule.py`) and samples decoded by the configured `Sampler`, so k attempts cost one
+prefill plus the decode steps. Seeds derive from (run seed, problem id, sample index): a rerun samples the
 same attempts.
 """
 
