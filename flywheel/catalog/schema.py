@@ -184,11 +184,9 @@ class LibraryEntryRow(Base):
 
 
 class ProblemKey(Base):
-    """A problem's canonical key (same mathematics, same key; never its answer) and its numbers multiset.
-
-    Derived from the text by `problems/canonical.py` (`key_version` names the algorithm, so a newer one
-    recomputes old rows); `canonical_key` is None for a problem the reader does not recognise, which is
-    then matched only by text similarity among problems with the same `numbers`."""
+    """A problem's canonical key (same mathematics, same key) and its numbers multiset, from
+    `problems/canonical.py` (`key_version` names the algorithm; a newer one recomputes old rows). A problem
+    with no key is matched only by text similarity among problems with the same `numbers`."""
 
     __tablename__ = "problem_keys"
 
@@ -212,11 +210,9 @@ class Recall(Base):
 
 
 class RecallAnswerRow(Base):
-    """A recall's decode, stored where it was computed (migration 0010): the question decoded after the graft
-    of the chain ending at `artifact_id`, greedy, under the cap `max_tokens`, by an engine with these
-    fingerprints (the same inputs give the same bits). The depositor writes it when it deposits a recall
-    artifact, and a replica that decoded one writes it too, so a hit is a catalog read (`catalog.recall_answers`).
-    Derived data: not in bundles (the importer's engine computes its own)."""
+    """A recall's decode (migration 0010): the question decoded greedily after the graft of the chain ending
+    at `artifact_id`, under the cap `max_tokens`, by an engine with these fingerprints
+    (`catalog.recall_answers`). Derived data: not in bundles (the importer's engine computes its own)."""
 
     __tablename__ = "recall_answers"
 

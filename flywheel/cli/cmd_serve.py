@@ -164,12 +164,9 @@ def shutdown(supervisor, ref, joined: bool) -> None:
 
 
 def stop_serve(timeout_s: float) -> None:
-    """`serve.shutdown()` without its error line: Serve's own call waits on a controller task that only ends
-    when the controller kills itself, and Ray logs that task's death as a failure ("Task
-    ServeController.graceful_shutdown failed ... killed by ray.kill"). Here the controller is told to shut
-    down without waiting (`graceful_shutdown(wait=False)`), its name is watched until it is gone (it deletes
-    the app, the replicas and the proxies first) for at most `timeout_s`, then `serve.shutdown()` finds no
-    controller and only drops its client."""
+    """`serve.shutdown()` without its error line (Ray logs the controller task its own call waits on as
+    failed): the controller is told to shut down without waiting, its name watched until it is gone (at most
+    `timeout_s`), then `serve.shutdown()` only drops its client."""
     import ray
     from ray import serve
     from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE
