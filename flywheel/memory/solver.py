@@ -70,10 +70,9 @@ class Answer:
 
 
 def by_policy(ans: Answer, policy: str = ANSWER_POLICIES[0]) -> Answer:
-    """The answer a caller gets under `policy` (`ANSWER_POLICIES`). `computed`: where the text's computed
-    value refuted the model's answer, the value is the answer (`path` `computed`, `verified` True,
-    `gold_source` `computed`) and the refuted answer is `model_answer`; `model`: `ans` as it is. Any other
-    answer is returned as it is under both."""
+    """The answer a caller gets under `policy` (`ANSWER_POLICIES`): under `computed`, an answer the computed
+    value refuted is replaced by the value (path `computed`, the refuted one as `model_answer`); else
+    `ans`."""
     if policy not in ANSWER_POLICIES:
         raise GalahadError(f"answer_policy must be one of {', '.join(ANSWER_POLICIES)}, not {str(policy)[:40]!r}")
     if policy == "model" or ans.verified is not False or ans.computed is None:
@@ -122,10 +121,8 @@ class Step:
 
 
 class Decodes:
-    """A walk's decode strategy (`Solver.solve(decode=Decodes(...))`), knowing nothing of its caller: each
-    route's decode at most `cap` tokens, read from `memo` where it holds it (`get(route) -> (decode, tier)`,
-    `put(route, r)`: the service's recall memo), every one recorded in `steps` for the caller to read after
-    the walk."""
+    """A walk's decode strategy (`Solver.solve(decode=Decodes(...))`): each route decoded at most `cap`
+    tokens, read from `memo` where it holds it (the service's recall memo), and recorded in `steps`."""
 
     def __init__(self, solver: Solver, cap: int | None = None, memo=None):
         self.solver, self.cap, self.memo = solver, cap, memo
@@ -306,9 +303,7 @@ class Solver:
 
     def check_computed(self, text: str, ans: Answer) -> Answer:
         """The last step of every walk: where `text` has a computed value, `ans` is verified True or False
-        against it by the verifier (`Verifier.check_answer`, the one judge of equality), never left None;
-        a wrong answer's `reason` names the value and its reading. A recall that agrees keeps its
-        `gold_source`; another answer that agrees is vouched for by the computation (`computed`)."""
+        against it by the verifier, never left None (see the module docstring); returns `ans`."""
         value = self.computed_value(text)
         if value is None:
             return ans
