@@ -1,15 +1,10 @@
 """Galahad's one configuration: every flywheel-side default, composed into one frozen `GalahadConfig`.
 
-This module is the only home of the product's defaults: the model and data dir, the env names, the token
-budgets and input limits, what `run` seeds, the workers, the learning loop, retrieval and recall, the
-service, `catalog gc` and the evals. `DEFAULTS = GalahadConfig()` is what the CLI's flags
-(`cli/flags.py`), the service and the evals read; every other module imports its config class from here.
-
-A leaf: pure data, importing nothing of Galahad's, so any layer may read it (the engine's
-`workers/sampling.py` takes `SamplingConfig` from here). Two configs stay with their own layer: the pinned
-runtime's (`workers/runtime.py` RuntimeConfig, with its fingerprint) and the verifier's
-(`verifier/verifier.py` VerifierConfig, `verifier/guard.py` Limits). `GalahadConfig` composes
-`SamplingConfig` as the loop's sampling, and takes the base model's token budget from it.
+The only home of the product's defaults (model and data dir, env names, budgets and limits, seeds, workers,
+the loop, retrieval and recall, the service, `catalog gc`, the evals): `DEFAULTS = GalahadConfig()` is what
+the CLI's flags, the service and the evals read. A leaf, pure data importing nothing of Galahad's, so any
+layer may read it. Two configs stay with their own layer: the pinned runtime's (`workers/runtime.py`) and
+the verifier's (`verifier/verifier.py`, `verifier/guard.py`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The catalog's schema: SQLAlchemy 2 declarative models (the source of truth the migrations must match).
 
-Ids are portable so that a bundle can move rows between catalogs without renumbering: a problem's id is
-the SHA-256 of its normalized text, an artifact's id is the SHA-256 of its bytes, and runs, attempts and
-verifications get random UUIDs. Times are naive UTC (`DateTime` without zone) so SQLite and PostgreSQL
-store and compare them alike.
-
-Provenance: artifact -> verification -> attempt -> problem (and attempt -> run); artifact -> parent
-artifact for KV chains; a library is a named sequence of chains of artifacts.
+Ids are portable, so a bundle moves rows between catalogs without renumbering: a problem's id is the SHA-256
+of its normalized text, an artifact's the SHA-256 of its bytes, runs, attempts and verifications random
+UUIDs. Times are naive UTC, so SQLite and PostgreSQL compare them alike. Provenance: artifact ->
+verification -> attempt -> problem (and run); artifact -> parent artifact for KV chains.
 """
 
 from __future__ import annotations
