@@ -1,15 +1,10 @@
 """Galahad's one configuration: every flywheel-side default, composed into one frozen `GalahadConfig`.
 
-This module is the only home of the product's defaults: the model and data dir, the env names, the token
-budgets and input limits, what `run` seeds, the workers, the learning loop, retrieval and recall, the
-service, `catalog gc` and the evals. `DEFAULTS = GalahadConfig()` is what the CLI's flags
-(`cli/flags.py`), the service and the evals read; every other module imports its config class from here.
-
-A leaf: pure data, importing nothing of Galahad's, so any layer may read it (the engine's
-`workers/sampling.py` takes `SamplingConfig` from here). Two configs stay with their own layer: the pinned
-runtime's (`workers/runtime.py` RuntimeConfig, with its fingerprint) and the verifier's
-(`verifier/verifier.py` VerifierConfig, `verifier/guard.py` Limits). `GalahadConfig` composes
-`SamplingConfig` as the loop's sampling, and takes the base model's token budget from it.
+The only home of the product's defaults (model and data dir, env names, budgets and limits, seeds, workers,
+the loop, retrieval and recall, the service, `catalog gc`, the evals): `DEFAULTS = GalahadConfig()` is what
+the CLI's flags, the service and the evals read. A leaf, pure data importing nothing of Galahad's, so any
+layer may read it. Two configs stay with their own layer: the pinned runtime's (`workers/runtime.py`) and
+the verifier's (`verifier/verifier.py`, `verifier/guard.py`).
 """
 
 from __future__ import annotations
@@ -225,24 +220,19 @@ class ServiceConfig:
 
 @dataclass(frozen=True)
 class StoreConfig:
-    """The artifact store's RAM tier (`artifacts/store.py`, `RamTier`): artifacts already read and
-    hash-checked in this process stay in memory, least recently used out first, up to `ram_tier_bytes`
-    per store (0: none). A repeated graft then reads nothing and hashes nothing; the file's identity
-    (device, inode, size, mtime_ns, ctime_ns) is checked instead. 2 GiB suits a 24 GB machine running a few engine
-    processes (~1.1 GB of fp32 weights each): ~50 artifacts of 4,096 gemma3-270m tokens, or thousands of
-    recall artifacts."""
+    """The artifact store's RAM tier (`artifacts/ram_tier.py`): checked artifacts stay in memory, LRU, up to
+    `ram_tier_bytes` per store (0: none), so a repeated graft reads and hashes nothing. 2 GiB suits a 24 GB
+    machine running a few engine processes: ~50 artifacts of 4,096 gemma3-270m tokens."""
 
     ram_tier_bytes: int = 2 << 30
 
 
 @dataclass(frozen=True)
 class S3Retry:
-    """The object store's retries (`artifacts/s3_store.py`): a request is retried on a transient failure,
-    waiting `base_s * 2**n` (jittered, at most `cap_s`) between tries, and never started past `deadline_s`
-    after the first (the bounded wait: a store that restarts within it loses nothing), nor after `attempts`
-    tries; each try's connect and read are bounded by `connect_timeout_s` and `read_timeout_s`. The deadline
-    is what bounds it: a refused connection fails at once, and 6 tries wait at most 7.75 s in all, less than
-    a SeaweedFS restart (~20 s under load)."""
+    """The object store's retries (`artifacts/s3_store.py`): a transient failure is retried after `base_s *
+    2**n` (jittered, at most `cap_s`), at most `attempts` tries and never past `deadline_s` after the first (a
+    store that restarts within it loses nothing); each try's connect and read are bounded by
+    `connect_timeout_s` and `read_timeout_s`."""
 
     attempts: int = 40
     base_s: float = 0.25

@@ -1,32 +1,13 @@
 """Schedule-invariant attention for CPU: a query's output bits depend only on the keys its mask lets it see,
-never on how many other keys the cache happens to hold, how many queries share the call, or where the
-call's chunk boundaries fall.
+never on how many other keys the cache holds, how many queries share the call, or where chunks end.
 
-Why stock attention is not invariant: it reduces over the cache length, which changes with the schedule
-(a DynamicCache sliding layer returns the last W-1 cached positions plus the new ones, so one long forward
-sees more, masked, keys than a token-by-token decode), and its GEMMs take different paths for different
-row counts (q_len == 1 in particular).
-
-How this kernel is invariant:
-- Keys are laid out on a grid of fixed blocks of `BLOCK` positions aligned to *absolute* positions (from
-  `position_ids`: the last key is the last query), padded with masked slots. A real key therefore always
-  sits in the same block at the same offset, whatever the schedule.
-- Every GEMM here is a batched GEMM over the blocks whose per-block shape is fixed except for the row
-  count M (queries x heads sharing a KV head): scores are N = BLOCK keys by K = head_dim, P @ V is
-  N = head_dim + 1 by K = BLOCK. MKL with `MKL_CBWR=...,STRICT` (pinned by the runtime) gives a row the
-  same bits for every M >= 4, batch count, batch position and thread count (tested); M < 4 is padded.
-  Masked and padded scores are -inf.
-- Softmax: the row max is exact in any order; exp runs on the SIMD body only (kernels/pointwise.py);
-  exp(-inf) is exactly +0.
-- Reductions over keys (the normaliser and P @ V) are split into the fixed blocks. Within a block: the
-  P @ [V | 1] GEMM of fixed K = BLOCK (the ones column yields the block's normaliser). Across blocks:
-  a sequential sum in absolute block order from +0.
-  A block the query cannot see contributes exactly +0, and x + 0 == x, so extra or missing masked
-  blocks never move a real contribution. (One GEMM over all keys would not do: both MKL and oneDNN
-  block K internally, so the split points would move with the key count.)
-- Decode-sized calls run on one thread (bits are thread-count independent; parallel regions are costly).
-The normaliser is applied after P @ V (out = (E @ V) / sum E), unlike eager attention, so bits differ from
-stock eager; they are equal across schedules, which is what this mode promises.
+Keys sit on a grid of `BLOCK`-position blocks aligned to *absolute* positions, padded with masked (-inf)
+slots. Scores and P @ [V | 1] (the ones column gives the block's normaliser) are batched GEMMs of fixed
+per-block shape (MKL strict CBWR, pinned by the runtime, is row-invariant for M >= 4; smaller M is
+padded); exp runs on the SIMD body only (kernels/pointwise.py); blocks are summed in absolute order from
++0, so masked or missing blocks add exact zeros. Decode-sized calls run on one thread. The normaliser is
+applied after P @ V, so bits differ from stock eager but are equal across schedules. Why each step is
+needed, and the measurements: docs/gpu_kernels.md.
 """
 
 from __future__ import annotations

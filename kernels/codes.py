@@ -1,21 +1,15 @@
 """Lossless weight codes: a quantized checkpoint's integer codes and scales, kept so that a GEMM reads ~1.1-1.5
 bytes a weight instead of fp32's 4 and still multiplies by exactly the fp32 values the model was loaded with.
 
-A model converted from a GGUF holds fp32 weights that are, bit for bit, the GGUF's dequantization (checked:
-gemma3-270m's 127 matrices equal `gguf.quants.dequantize`). For the block types whose dequantization is
-`w = q * scale[group]` (+ `offset[group]`) in fp32 (Q8_0, Q5_0, Q4_0, Q6_K, Q4_K), this module keeps `q` as
-int8 and the per-group scale (and offset) as fp32: `decode` is that product (and sum) in IEEE fp32, the same
-two operations the C++ kernel runs in registers, and a weight is given codes only when its decode equals the
-loaded weight bit for bit (`same_bits`, int32 view: -0.0 is not 0.0). So the codes never change a result.
+A model converted from a GGUF holds fp32 weights that are, bit for bit, the GGUF's dequantization. For block
+types whose dequantization is `w = q * scale[group]` (+ `offset[group]`) in fp32 (Q8_0, Q5_0, Q4_0, Q6_K,
+Q4_K), `q` is kept as int8 and the scale (and offset) as fp32; a weight gets codes only when its `decode`
+equals the loaded weight bit for bit (`same_bits`). The codes are read with gguf-py's own dequantizer (scale
+fields set to one), so no bit layout is re-implemented here.
 
-The codes are read with the GGUF's own reference dequantizer (gguf-py): the block's scale fields are set to
-one and the dequantization of that block *is* its codes; the real scales come from the same fields. No bit
-layout is re-implemented here.
-
-`gemm` is the kernel (kernels/codes_gemm.cpp, compiled on first use with the machine's g++ into the kernel
-cache, `GALAHAD_KERNEL_CACHE`, default ~/.cache/galahad-kernels): each output element is one fixed reduction,
-independent of the call's row count, the element's row or column, the thread count, and of whether the
-weight came as codes or fp32.
+`gemm` is the kernel (kernels/codes_gemm.cpp, compiled on first use with the machine's g++ into
+`GALAHAD_KERNEL_CACHE`, default ~/.cache/galahad-kernels): each output element is one fixed reduction,
+independent of the row count, the element's row or column, the thread count and the weight's form.
 """
 
 from __future__ import annotations

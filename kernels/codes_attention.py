@@ -1,14 +1,11 @@
-"""The `codes` kernel mode's attention: the grouped kernel's computation (kernels/grouped.py: the query heads of
-one KV head stacked as rows, eager's scaling, soft-capping, additive mask and fp32 softmax) with its two products
-run by compiled kernels instead of BLAS: scores by `codes.gemm` (queries x keys^T, the keys read as they lie) and
-the output by `codes.gemm_nn` (softmax weights x values, the values read as they lie).
+"""The `codes` kernel mode's attention: the grouped kernel's computation (kernels/grouped.py) with its two
+products run by compiled kernels instead of BLAS: scores by `codes.gemm`, the output by `codes.gemm_nn`, the
+keys and values read as they lie. A short query's attention over a long cache is a thin product, where BLAS
+is slow and the kernels' fixed register blocking is not.
 
-Why: over a long cache a short query's attention is a thin product (gemma3-270m: 68 rows of 256 against 4,113
-keys in each full layer), where BLAS ran at ~175 GFLOP/s on this 2-core machine; the codes kernels' fixed
-register blocking keeps such shapes near the GEMM's rate. What it promises: each score and each output element is
-one fixed reduction (over the head dim, then over the keys in order), never depending on the query's row count,
-its place or the thread count; its bits are this mode's own (its runtime fingerprint names `NAME`). A head size
-that is not a multiple of 16 runs the grouped kernel's BLAS products (a property of the model: one path per model).
+Each score and output element is one fixed reduction, independent of the row count, its place and the
+thread count; the bits are this mode's own (its fingerprint names `NAME`). A head size that is not a
+multiple of 16 runs the grouped kernel's BLAS products.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
-"""The `codes` kernel mode's decoder-layer forward for the families whose layer it mirrors (Gemma 3): the layer's
-very operations in transformers' order, called straight instead of through a dozen module calls, and its rotary
-embedding as one compiled pass (kernels/rope_apply.cpp) instead of eager's nine operators.
+"""The `codes` kernel mode's decoder-layer forward for Gemma 3: the layer's very operations in transformers'
+order, called straight instead of through a dozen module calls, and its rotary embedding as one compiled pass
+(kernels/rope_apply.cpp) instead of eager's nine operators. A short query's forward is held by per-operation
+overhead, not arithmetic (bench/bench_query.py).
 
-Why: a short query's forward is held by per-operation overhead, not arithmetic (bench/bench_query.py). On
-gemma3-270m a 17-token query after a 4,096-token graft spent ~3.5 ms of its ~49 ms in the layers' module calls and
-keyword plumbing (transformers' `Gemma3DecoderLayer.forward` and its attention's and MLP's), and ~1 ms in RoPE's
-slices, negations, concatenations and products, 18 layers over; a 256-token prefill chunk pays them once for 15x
-the rows.
-
-What it promises (tests/test_codes_layers.py): transformers' bits. The same kernels run in the same order on the
-same tensors as the layer's own forward under this mode (the norms' and linears' forwards this mode installs, the
-attention function the model was loaded with, the cache's `update`), and the compiled RoPE runs eager's three IEEE
-operations per element; so hidden states, logits and KV equal the module path's byte for byte. A layer is given
-this forward only when it is exactly transformers' `Gemma3DecoderLayer` with its own attention and MLP classes,
-no biases, and this mode's attention; anything else keeps transformers' forward (`install` counts what it did).
-In training mode (dropout) a layer runs transformers' forward.
+It promises transformers' bits (tests/test_codes_layers.py): the same kernels in the same order on the same
+tensors, the compiled RoPE running eager's three IEEE operations per element. A layer gets this forward only
+when it is exactly transformers' `Gemma3DecoderLayer` with its own attention and MLP classes, no biases and
+this mode's attention, and not in training mode; anything else keeps transformers' forward (`install`
+counts what it did).
 """
 
 from __future__ import annotations

@@ -2,28 +2,15 @@
 which reads a quantized checkpoint's weights as their lossless integer codes where it has them (~1.1-1.5
 bytes a weight against fp32's 4) and as fp32 elsewhere, with the same bits either way.
 
-Why: a short query after a long graft is held by reading the weights and by copying the cache, not by
-arithmetic (bench/bench_query.py: 17 rows read all 400 MB of gemma3-270m's layers and the 671 MB LM head, a
-256-row prefill chunk reads them once for 15x the rows; eager attention copies a long cache four times over,
-once per query head sharing a KV head, in every layer). Reading a third of the weights' bytes, and attending
-over the cache in place, are the savings that help the query more than the prefill.
+Attention is the grouped kernel's computation with compiled products (kernels/codes_attention.py), norms
+are compiled (kernels/norm.py), Gemma 3 layers run straight (kernels/codes_layers.py); activations are
+stock. A linear's row never depends on how many rows share the call or on the thread count, and whether a
+weight came as codes never changes a bit (tests/test_codes.py). The runtime fingerprint records the
+compiled kernel (`facts`). Why and what it buys: docs/kernel-modes.md.
 
-Attention is the grouped kernel's computation with compiled products (kernels/codes_attention.py: the query
-heads of one KV head stacked as rows, so each product reads the cache once; eager's mask, scaling, soft-capping
-and fp32 softmax), whatever the runtime requests, and its name is in this mode's facts. RMS norms are one
-compiled call each (kernels/norm.py, named in the facts; its source is in the kernel build); activations are
-stock. A Gemma 3 decoder layer runs straight (kernels/codes_layers.py: transformers' layer forward operation for operation
-without its module calls, its RoPE compiled; the same bits).
-
-What it promises (tests/test_codes.py): a linear's row never depends on how many rows share the call or on
-the thread count (the codes GEMM is one fixed reduction per element), and whether a weight came as codes never
-changes a bit (a weight is given codes only when they decode to it exactly). As in `stock`, a graft is exact
-against a fresh computation that ran the same calls; its runtime fingerprint records the compiled kernel
-(source, compiler, flags: `facts`).
-
-How: at load (`prepare`) each `nn.Linear` of the model gets this mode's forward as an instance attribute,
-and the weights the model's codes snapshot covers are attached (workers/weight_codes.py builds it from the
-GGUF). The model is this mode's model from then on: a runtime fingerprint names the mode it was loaded with.
+`prepare` gives each `nn.Linear` this mode's forward as an instance attribute and attaches the weights the
+model's codes snapshot covers (workers/weight_codes.py builds it from the GGUF): the model is this mode's
+model from then on.
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
 """Grouped-query attention without copying keys: `attn_implementation="grouped"`.
 
-transformers' eager attention expands every KV head to the query heads that share it (`repeat_kv`)
-before its two matmuls: on gemma3-270m (4 query heads per KV head) that copies the whole cache, four
-times over, in every layer of every step. For a 32-row decode batch over a ~90-token prompt it was a
-third of the layers' time (measured in place: the layers took 260 ms, 202 ms with this kernel). Here the
-query heads of one KV head are stacked as rows instead ([batch, kv_heads, group * q, head_dim]), so each
-matmul reads the cache once; the mask, scaling, optional soft-capping and the fp32 softmax are eager's.
+transformers' eager attention expands every KV head to its query heads (`repeat_kv`), copying the cache
+once per query head in every layer of every step. Here the query heads of one KV head are stacked as rows
+([batch, kv_heads, group * q, head_dim]), so each matmul reads the cache once; the mask, scaling, optional
+soft-capping and fp32 softmax are eager's.
 
-What it promises: determinism per input, the same bits for the same inputs run after run and in a fresh
-process (`tests/test_kernels.py`), which is what sampling per seed needs. Not eager's bits: its matmuls
-have other shapes than eager's, so whether BLAS rounds them alike depends on the CPU (alike on Intel
-family 6; not on AMD family 26, nor in padded decode steps on AMD family 25, where they differ by ~4e-7).
-
-What runs it: the generators (`GeneratorRuntime` in workers/runtime.py: sampled text is verified text
-whatever computed it). The `codes` kernel mode runs the same computation with compiled products
-(kernels/codes_attention.py), and this kernel for a head size its products do not take. The `stock` runtime
-keeps transformers' `eager`.
+It promises determinism per input (`tests/test_kernels.py`), what sampling per seed needs, not eager's bits
+(its matmuls have other shapes; on some CPUs BLAS rounds them differently). The generators run it
+(`GeneratorRuntime`, workers/runtime.py); the `codes` mode runs the same computation with compiled products
+(kernels/codes_attention.py); the `stock` runtime keeps `eager`.
 """
 
 from __future__ import annotations

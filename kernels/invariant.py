@@ -1,22 +1,15 @@
 """The `invariant` kernel mode: shape-invariant CPU kernels, so that a position's logits are the same bits
 whether it is computed in a one-pass forward, after a chunked prefill (a graft), or token by token.
 
-What it installs, and why each is needed (measurements in kernels/linear.py, kernels/pointwise.py and
-kernels/attention.py):
-- attention: `galahad_invariant` (kernels/attention.py), chosen at model load through
-  `attn_implementation`, so the model must be loaded with this mode's runtime.
-- `F.linear` (every nn.Linear, including the LM head): the oneDNN GEMM padded to at least two rows.
-- transcendental elementwise ops (exp, tanh, GELU, SiLU, sigmoid, erf, cos, sin), as functions,
-  Tensor methods and transformers' GELU-tanh module: padded so every element takes the SIMD body.
-Everything else in the forward is exact (adds, multiplies, gathers, max) or a fixed-length per-row
-reduction (RMSNorm's mean over the hidden size), which tests/test_kernels.py checks is row-invariant.
+It installs: attention `galahad_invariant` (kernels/attention.py, chosen at model load through
+`attn_implementation`, so the model must be loaded with this mode's runtime); `F.linear` through the
+padded oneDNN GEMM (kernels/linear.py); and transcendental elementwise ops (exp, tanh, GELU, SiLU, sigmoid,
+erf, cos, sin; functions, Tensor methods and transformers' GELU-tanh) padded so every element takes the
+SIMD body (kernels/pointwise.py). The rest of a forward is exact or a fixed-length per-row reduction.
 
-How: `active()` swaps the functions above for wrappers for the duration of a forward pass and puts them
-back when no thread is inside `active()` any more. A wrapper takes the invariant path only on a thread
-that is inside `active()`, so a stock forward running on another thread at the same time keeps stock
-kernels. (A `TorchFunctionMode` would scope this without touching module attributes, but it intercepts
-every torch call of the forward (845 on the 6-layer tiny model, over 2,000 on gemma3-270m) and a
-pass-through one alone cost 9-10% of a gemma decode step on one thread.)
+`active()` swaps those functions for wrappers while any thread is inside it; a wrapper takes the invariant
+path only on such a thread, so a stock forward on another thread keeps stock kernels. (A
+`TorchFunctionMode` would avoid the swap but intercepts every torch call: 9-10% of a gemma decode step.)
 """
 
 from __future__ import annotations

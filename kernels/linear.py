@@ -1,30 +1,13 @@
 """Row-invariant fp32 linear (GEMM) for CPU: a row's output bits never depend on how many other rows
 (or output columns) share the call, nor on where the row sits in the batch.
 
-Measured on this build (torch 2.13 CPU, MKL 2024.2, oneDNN 3.12, 2 threads; see docs/gpu_kernels.md and
-tests/test_kernels.py):
-- stock `F.linear` goes to MKL sgemm. Without `MKL_CBWR` rows differ for M in {1,2,3,5,6,7,9,10,11};
-  with `MKL_CBWR=AVX2,STRICT` for M in {1,2,3}; and MKL is not column-invariant either (small N, and small
-  M with any N differ), which attention needs because its key count changes with the schedule.
-- oneDNN's matmul (`torch.ops.mkldnn._linear_pointwise`) differs only when M == 1 or N == 1 (a GEMV
-  path). For M, N >= 2 every tested shape and row/column offset gave the same bits (M up to 2048, N up
-  to 8192, K in {32..2048}). It is not invariant to the reduction length K (it blocks K), so callers that
-  reduce over a variable length (attention over keys) must split K into fixed blocks themselves.
-
-So: run every GEMM through oneDNN and pad M (and N) to at least 2 with zero rows, which makes M == 1
-(token-by-token decode) take the same path as a prefill batch. The cost is one extra row, not a bigger
-tile: decode stays memory-bound on the weights.
-
-Weights up to `PACK_MAX_BYTES` are reordered once into oneDNN's blocked layout and cached (keyed by the
-tensor, checked against its version counter). With the plain layout a decode-sized GEMM took 2x MKL's
-GEMV (gemma3-270m's per-layer linears, one thread: 15.8 vs 7.5 ms per token); packed, 7.4 ms. The packed
-path is exactly as invariant (tested). Cost: a second copy of those weights (+400 MB on gemma3-270m);
-the LM head (671 MB) stays plain, where plain and packed ran at the same speed as MKL's GEMV.
-
-oneDNN's bits also do not depend on the thread count (1, 2 and 3 threads tested), so small GEMMs run on
-one thread, as MKL does for its GEMV: an OpenMP parallel region costs a barrier, and on a loaded machine a
-barrier waits for the other thread's next time slice (measured: ~30 ms median for a 2x640x1024 GEMM on 2
-threads under load, 0.1 ms on one).
+MKL's sgemm is not row-invariant for small M even under `MKL_CBWR=...,STRICT`; oneDNN's matmul is, except
+on its GEMV path (M == 1 or N == 1), and not in the reduction length K (callers reducing over a variable
+length split K themselves). So every GEMM runs through oneDNN with M (and N) padded to at least 2. Weights
+up to `PACK_MAX_BYTES` are reordered once into oneDNN's blocked layout and cached (keyed by the tensor,
+checked against its version counter): as invariant, and a decode step twice as fast as the plain layout;
+the LM head stays plain. oneDNN's bits do not depend on the thread count, so small GEMMs run on one thread
+(an OpenMP barrier on a loaded machine waits a time slice). Measurements: docs/gpu_kernels.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """Kernel modes: which compute kernels a forward pass runs under, selected by name and recorded in the
 runtime fingerprint (the mode's name is a field of RuntimeConfig).
 
-A mode is a small object whose `active()` context manager installs its kernels for the duration of a
-forward pass and restores the previous ones afterwards. `stock` leaves PyTorch/transformers untouched.
-
-`MODES` is the one registry: every mode's name, where its class lives and what it is for. Every command's
-`--kernel-mode` choices and `exactness --kernel-mode` read it; the config (`flywheel/config.py`, a leaf)
-spells `SERVING` and `AUTO` out as `KERNEL_MODES` and `KERNEL_AUTO` (tests/test_kernel_mode_flag.py holds
-them equal); `get_mode` imports a mode's module only when it is asked for.
-
-The default is `auto` (`resolve`): `$GALAHAD_KERNEL_MODE` when set, else `codes` wherever its kernels run (a CPU
-with AVX2 and FMA, a C++ compiler, the CPU device: it made the learning job 1.55x faster, docs/results.md), else
-`stock`, with the one line that says why. A concrete mode is what reaches a runtime (and its fingerprint).
+A mode's `active()` context manager installs its kernels for a forward pass and restores the previous ones
+afterwards; `stock` leaves PyTorch/transformers untouched. `MODES` is the one registry (name, module,
+purpose) that every `--kernel-mode` reads; `flywheel/config.py` spells `SERVING` and `AUTO` out as
+`KERNEL_MODES` and `KERNEL_AUTO` (tests/test_kernel_mode_flag.py holds them equal); `get_mode` imports a
+mode's module only when asked. `resolve` turns `auto` into a concrete mode: `$GALAHAD_KERNEL_MODE`, else
+`codes` where its kernels run, else `stock`, with the one line that says why (docs/kernel-modes.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The `codes` kernel mode's RMS norm: one compiled call per norm (kernels/rms_norm.cpp) instead of eager's six
-operators, which at a short query's width cost more in dispatch than in arithmetic (gemma3-270m runs 109 norms a
-forward: six per layer, two of them per head, and the final one).
+operators, which at a short query's width cost more in dispatch than in arithmetic.
 
-Which modules: a leaf module with a 1-D fp32 weight and an `eps` (or `variance_epsilon`) whose own forward is,
-bit for bit on a probe, one of the two RMS norms transformers' families write: Gemma's
-`x * rsqrt(mean(x^2) + eps) * (1 + weight)` or Llama's `weight * (x * rsqrt(mean(x^2) + eps))` (the same function
-with an effective weight of 1 + weight or weight). The probe compares bytes against those formulas run as the same
-eager operators, so a norm of any other form (a LayerNorm, a different epsilon placement, a cast to half) is left
-stock, never approximated. The kernel's bits are its own (`codes` is its own runtime, with its own fingerprint
-and exactness record), and a row's bits never depend on the other rows in the call.
+A module gets it only when its own forward equals, bit for bit on a probe, Gemma's
+`x * rsqrt(mean(x^2) + eps) * (1 + weight)` or Llama's `weight * (x * rsqrt(mean(x^2) + eps))`; any other norm
+stays stock, never approximated. The kernel's bits are its own (`codes` is its own runtime), and a row's bits
+never depend on the other rows in the call.
 """
 
 from __future__ import annotations

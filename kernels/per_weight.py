@@ -1,10 +1,7 @@
 """What a kernel keeps beside a weight tensor (a repacked layout, lossless codes), valid only while that very
-tensor is alive and unmodified.
-
-Keyed by `id(weight)` with a weak reference (a freed tensor's id can be reused: the entry goes when the tensor
-does, and a lookup checks it is the same object) and the tensor's `_version` when stored (an in-place change
-bumps it: the entry is then stale and not served). Shared by the invariant mode's oneDNN-packed weights
-(kernels/linear.py) and the codes mode's attached codes (kernels/codes.py).
+tensor is alive and unmodified: keyed by `id(weight)` with a weak reference (the entry goes with the tensor)
+and checked against the tensor's `_version` (an in-place change makes it stale). Used by the invariant
+mode's packed weights (kernels/linear.py) and the codes mode's codes (kernels/codes.py).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Size-invariant elementwise transcendental ops (exp, tanh, GELU, SiLU, sigmoid, erf, cos, sin, ...).
 
-ATen's CPU loops run a SIMD body over pairs of vectors and a scalar loop over the tail, and split the
-flattened range into one chunk per thread (`divup(n, threads)`), so *which* elements take the scalar
-path depends on the tensor's size and the thread count. For several ops the two paths give different
-bits (measured here: GELU-tanh, SiLU, sigmoid at odd sizes; exp/tanh/cos/sin happened to agree). The fix
-is padding: flatten, pad to a multiple of `quantum(threads)` so that every thread's chunk is a whole
-number of SIMD pairs, apply the op, slice. Then every element goes through the vector body, whatever
-the shape it came in.
+ATen's CPU loops run a SIMD body and a scalar tail, split per thread (`divup(n, threads)`), and for several
+ops the two paths give different bits. So: flatten, pad to a multiple of `quantum(threads)` so every
+thread's chunk is whole SIMD pairs, apply the op, slice; every element goes through the vector body.
 """
 
 from __future__ import annotations

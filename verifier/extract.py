@@ -1,10 +1,9 @@
 """Finding the final answer in a model's output (and in a gold field), as a string.
 
 Order of trust: the last `\\boxed{}`; then the last "final answer is" / "answer is" / "Answer:" / "####"
-anchor; then a math block, or a tuple of numbers, that ends the text; then the last plain number. The
-last anchor wins, so a caller that lets a base model run on into the next few-shot example must cut the
-output first. Every scan here is linear in the input, so that a hostile 100 KB output cannot stall the
-caller before the size guards apply.
+anchor; then a math block, or a tuple of numbers, that ends the text; then the last plain number. A caller
+that lets a base model run on into the next example must cut the output first. Every scan is linear in the
+input, so a hostile 100 KB output cannot stall the caller.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """A small pool of verifier worker processes, with a hard per-request deadline.
 
-Why processes and not `signal.alarm`: an alarm only works in the main thread, so it fails in threaded
-or async Ray actors, and a hung C-level sympy call (big-integer arithmetic) ignores it anyway. A worker
-that misses its deadline is killed and replaced by a fresh fork of the warm zygote (see `worker`), which
-is ready in milliseconds: a timeout costs the next caller nothing. Works from any thread: each request
-holds one worker exclusively, and idle workers wait in a queue.
+Processes, not `signal.alarm`: an alarm works only in the main thread (not in threaded or async Ray
+actors), and a hung C-level sympy call ignores it. A worker that misses its deadline is killed and replaced
+by a fresh fork of the warm zygote (`worker`), ready in milliseconds. Works from any thread: each request
+holds one worker, idle workers wait in a queue.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The worker side: a warm "zygote" process that forks one child per worker the pool asks for.
 
-`python -m galahad.verifier.worker FD` imports sympy and math-verify, warms the LaTeX parser (about two
-seconds), says "ready" on the Unix socket FD, then serves the pool: "fork" (with the child's stdin and
-stdout pipe ends attached) forks a child that is ready at once, and "kill PID" kills and reaps one.
-Killing through the zygote, which reaps only its own children, means a pid is never reused behind the
-pool's back. Children answer JSON lines; they own everything that can hang or blow up, so the caller can
-kill them at any moment. Everything exits when the caller does: the zygote on EOF from its socket, a
-child when its parent (the zygote) is gone.
+`python -m galahad.verifier.worker FD` imports sympy and math-verify, warms the LaTeX parser, says "ready"
+on the Unix socket FD, then serves "fork" (a child with the given stdin/stdout pipes) and "kill PID" (kill
+and reap one: only its own children, so a pid is never reused behind the pool's back). Children answer
+JSON lines and own everything that can hang. The zygote exits on EOF from its socket, a child when the
+zygote is gone.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The one decode of an answer: a context the pinned schedules build (`schedule.py`), decoded with the
-answer's stop rule, and what it read and wrote (`Recalled`).
-
-`answer_decode` is what `solve`, every eval, `replay` and the depositor's stored recall answer run (the
-depositor decodes each recall once where it deposits it, `depositor.py`), so what is measured, served and
-stored is one function of (engine, memory, question, prompt format, cap). Importing it imports no torch.
+answer's stop rule, and what it read and wrote (`Recalled`). `solve`, every eval, `replay` and the
+depositor's stored recall answers all run `answer_decode`, so what is measured, served and stored is one
+function of (engine, memory, question, prompt format, cap). Importing it imports no torch.
 """
 
 from __future__ import annotations

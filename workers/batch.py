@@ -1,18 +1,11 @@
 """The decode batch: rows of several prompts decoded together, each row at its own position.
 
-Rows of one prompt share its length; rows of different prompts do not, so the batch is left-padded, as
-transformers' batched generation is: every row's real slots end at the batch's last slot, the slots
-before them are padding, masked out by a 2-D attention mask, and each row's RoPE position is its own.
-Sliding-window layers keep their last `window - 1` slots (transformers' `DynamicSlidingWindowLayer`)
-and mask by slot distance. A row whose real slots are contiguous has its window in slots equal to its
-window in positions. A prompt prefilled together with others (`Engine.prefill_rows`) has padding between
-the shared few-shot prefix and its question; that is exact only while the row's whole span (first slot to
-last decoded token) fits in the window, which the generator checks before it batches a prefill. Rows that
-leave are dropped, and slots that are padding for every remaining row are trimmed, so a batch never
-computes attention over more padding than its rows need.
-
-With a single prompt (or prompts of one length) there is no padding and no mask: the forward calls are
-the ones a one-prompt batch always ran, so its draws are unchanged.
+Rows of different prompts differ in length, so the batch is left-padded as transformers' batched
+generation is: padding masked by a 2-D attention mask, each row's RoPE position its own. Sliding-window
+layers keep their last `window - 1` slots and mask by slot distance. A prompt prefilled with others
+(`Engine.prefill_rows`) is exact only while its whole span fits in the window, which the generator checks.
+Rows that leave are dropped and all-padding slots trimmed. With prompts of one length there is no padding
+and no mask: the forward calls a one-prompt batch always ran.
 """
 
 from __future__ import annotations

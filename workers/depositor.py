@@ -1,14 +1,10 @@
 """The depositor: prefill a solution segment after a chain's tail and put the span's KV artifact in the store.
 
-Plain class (the Ray actor wraps it). It knows nothing of libraries or the catalog: it is handed the
-segment text and the tail to extend (`{"id", "token_end"}`, or None for a new chain), writes the artifact's
-blob to the store itself (a path on shared disk: durable before it returns) and returns the span's id and
-place (`kv_chain.Span`), never its bytes; choosing the tail and recording the row is the catalog's job
-(`flywheel/learn/deposit.py`). The chain work (live caches of the tails it produced last, restores of any
-other tail, prefill, encode, put) is `kv_chain.KVChains`'. A recall root (`recall_of`: its question) is
-also decoded once, as a hit would decode it (`answer.answer_decode`: the root grafted, the question after
-it, greedy, under the answer cap), and the decode travels back with its span for the catalog to store, so a
-hit is a catalog read (`catalog/recall_answers.py`).
+Plain class (the Ray actor wraps it) that knows nothing of libraries or the catalog: handed the segment
+text and the tail to extend, it writes the blob itself (durable before it returns) and returns the span's
+id and place (`kv_chain.Span`); choosing the tail and recording the row is `flywheel/learn/deposit.py`'s.
+A recall root (`recall_of`) is also decoded once as a hit would decode it (`answer.answer_decode`), and the
+decode travels back for the catalog to store, so a hit is a catalog read.
 """
 
 from __future__ import annotations

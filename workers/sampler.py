@@ -1,19 +1,12 @@
 """Samplers: how a generator decodes the seeded samples of one call's prompts (one or several problems).
 
-`SequentialSampler` decodes them one after another (batch 1, the prompt cache copied per sample);
-`BatchedSampler` decodes every prompt's samples in one continuous, left-padded batch (`workers/batch.py`):
-each step is one forward over every live row, rows of different prompts at their own positions. Both
-apply the same rules, sample by sample: a token is drawn from the row's own seeded `torch.Generator` (on
-the logits' device, so CUDA logits are never drawn on a CPU generator); EOS ends a sample without being
-kept; a kept token that completes a stop string ends it; at most `max_tokens` tokens are kept. A row
-that ends leaves the batch (its cache row is dropped) and the next prompt's rows take its place.
-
-Sampled text is verified text whatever sampled it: deposits and grafts keep the pinned single-sequence
-schedule, so batching never touches exactness. Under the stock kernels, batching changes the GEMM row
-count, hence the logits' last bits, so the same seed may draw other tokens under the two samplers (or in
-another batch); each sampler is deterministic per seed and call, and the sampler's name and the call's
-group are recorded in every attempt's sampling parameters. Under the batch-invariant kernels the batched
-draws are the sequential draws (tests/test_sampler.py).
+`SequentialSampler` decodes them one after another (batch 1); `BatchedSampler` decodes every prompt's
+samples in one continuous, left-padded batch (`workers/batch.py`), a row that ends making room for the next.
+Both apply the same rules per sample: a token is drawn from the row's own seeded `torch.Generator` (on the
+logits' device); EOS ends a sample unkept; a kept token completing a stop string ends it; at most
+`max_tokens` are kept. Batching never touches exactness (deposits and grafts keep the pinned schedule), but
+under the stock kernels it changes the logits' last bits, so the two samplers may draw differently; each
+is deterministic per seed and call, and both sampler and group are recorded in every attempt.
 """
 
 from __future__ import annotations

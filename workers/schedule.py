@@ -1,21 +1,16 @@
 """The pinned decode schedules, written once: how a context is computed before its decode, so that the same
 context is always the same sequence of forward calls, hence the same bits (the exactness invariant).
 
-- Few-shot prefix (`few_shot`): the base model's prompt as two spans: the prefix (BOS and the worked
-  examples, `prefix_text`) prefilled from position 0, then the question at its own positions after it.
-  The prefix's cache is prefilled once per engine and kept (`kept_prefix`); each prompt continues from a
-  copy of it, the very state a fresh prefill of the prefix leaves. Where the tokenizer joins the last
-  example and the question into other tokens than the two spans give, the prompt runs as one span from 0:
-  the rule depends only on the text, so a replay takes the same branch. `few_shot_rows`: several
-  questions after one copy of the prefix per row, left-padded into one forward, where that is exact.
-- Graft then prefill (`graft_then_prefill`): the chain ending at a tail restored at its own positions
-  (`graft`: every blob hash-checked, nothing re-rotated), or with `recompute` its tokens prefilled afresh
-  segment by segment as they were deposited (the control: the same bits), then the prompt prefilled
-  after it (BOS only when nothing is grafted).
+- `few_shot`: the base model's prompt as two spans, the prefix (`prefix_text`) prefilled once per engine
+  from position 0 and kept (`kept_prefix`), then the question after a copy of it; where the tokenizer
+  joins the last example and the question into other tokens, one span from 0 (a rule of the text alone).
+  `few_shot_rows`: several questions in one left-padded forward, where that is exact.
+- `graft_then_prefill`: the chain ending at a tail restored at its own positions (or, with `recompute`,
+  prefilled afresh as it was deposited: the same bits), then the prompt after it.
 - `context`: which of the two a decode of (memory, question, prompt format) runs.
 
-The generator, `memory/recall.py` (every answer and eval) and the service's log-probabilities
-(`service/scoring.py`) build their contexts here and nowhere else. Importing this module imports no torch.
+The generator, `memory/recall.py` and `service/scoring.py` build their contexts here and nowhere else.
+Importing this module imports no torch.
 """
 
 from __future__ import annotations

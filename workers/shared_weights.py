@@ -1,20 +1,13 @@
 """One copy of the weights per machine: a loaded model's parameters become read-only views of its safetensors
-snapshot, memory-mapped shared (MAP_SHARED, PROT_READ), so every process of the exact engine on a machine
-(answering replicas, the depositor, the generators, ...) reads the same page-cache pages and none holds a
-private copy.
+snapshot, memory-mapped shared (MAP_SHARED, PROT_READ), so every engine process on a machine reads the same
+page-cache pages and none holds a private copy.
 
-`map_safetensors` reads a snapshot's headers itself (8-byte little-endian length, then JSON), checks every
-tensor's span lies inside its file, in order and without overlap, and maps each file read-only; each tensor
-is a view at its header offset, never copied. `share_weights` swaps a loaded model's parameters (and the
-persistent buffers the snapshot holds) for those views, after checking each view's shape, dtype and bytes
-equal the tensor it replaces; a tensor shared by several modules (tied embeddings and LM head) is replaced
-by one view, so it stays tied. A write to a weight then fails (the process gets SIGSEGV: the pages are
-read-only), instead of silently forking a private page. Any snapshot it cannot share whole (a dtype other
-than fp32, a name or shape the model does not have, bytes that differ, a weight that is not in it) is left
-as transformers loaded it, with the reason returned.
-
-Also what else every loading process would hold privately for nothing: a fast tokenizer's Python copies of
-the vocabulary its backend already holds (`drop_tokenizer_copies`), and the heap a load freed (`trim_heap`).
+`map_safetensors` parses the headers itself, checks every tensor's span lies inside its file, in order and
+without overlap, and maps each file read-only. `share_weights` swaps a model's parameters (and the
+persistent buffers the snapshot holds) for those views after checking shape, dtype and bytes; tied tensors
+stay tied; a write to a weight then faults instead of forking a private page. A snapshot it cannot share
+whole is left as transformers loaded it, with the reason returned. Also: `drop_tokenizer_copies` (a fast
+tokenizer's Python copies of its vocabulary) and `trim_heap` (the heap a load freed).
 """
 
 from __future__ import annotations

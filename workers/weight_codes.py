@@ -1,13 +1,10 @@
 """A GGUF-derived model's codes snapshot: its weights' lossless integer codes (kernels/codes.py), built once
 into the model cache beside the fp32 snapshot, for the `codes` kernel mode.
 
-Built from the GGUF the fp32 snapshot came from (the default model's package, or the .gguf file given as the
-model) under the model cache's build lock, into its own folder renamed into place (a killed build leaves
-none). A GGUF tensor is matched to a model weight by content, the SHA-256 of its decoded fp32 bytes against
-the snapshot's, never by name, so no name mapping is assumed; a weight with no match stays fp32 (listed in
-`codes.json`). Loading (`weight_codes`) reads the codes back; the mode attaches each only after checking it
-decodes to the loaded weight bit for bit. Any other model (a Hugging Face folder, `tiny`) has no codes: the
-mode then runs its kernel on the fp32 weights.
+Built from the GGUF the fp32 snapshot came from, under the model cache's build lock, into a folder renamed
+into place. A GGUF tensor is matched to a weight by content (the SHA-256 of its decoded fp32 bytes), never
+by name; a weight with no match stays fp32 (listed in `codes.json`). The mode attaches each code only after
+checking it decodes to the loaded weight bit for bit. Other models have no codes and run the kernel on fp32.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Admitting problems into the catalog: golds checked, conflicts refused, provenance recorded.
 
-Every way a problem reaches the learner goes through `admit`: `galahad run --problems FILE`, `POST
-/v1/problems` and `POST /v1/solve` with a gold. Before anything is written:
-- a gold that disagrees with the problem's computed value is refused, naming both (`problems/golds.py`);
-- two golds for the same problem (the same text hash or the same canonical key) must agree, within the
-  batch and against the catalog: a second, different gold is a `GoldConflict` (HTTP 409), never a silent
-  first-wins; the check is atomic with the insert (`catalog.golds`), so concurrent submits cannot race;
-- a batch goes into one memory scope (`problems/scope_ids.py`): a tenant's, or `shared`;
-- each problem records who vouches for its gold (`gold_source`): `computed` when it equals the computed
-  value, else `given_by` (a file and its `source`, or the API caller's identity and `source`).
-All text is parsed here, outside any database transaction; the batch is all or nothing.
+Every way a problem reaches the learner (`run --problems FILE`, `POST /v1/problems`, `POST /v1/solve` with
+a gold) goes through `admit`. A gold that disagrees with the computed value is refused (`problems/golds.py`);
+two different golds for one problem (text hash or canonical key), in the batch or against the catalog, are a
+`GoldConflict` (HTTP 409), checked atomically with the insert (`catalog.golds`); a batch goes into one scope;
+each problem records who vouches for its gold (`gold_source`: `computed`, else `given_by`). Text is parsed
+outside any transaction; the batch is all or nothing.
 """
 
 from __future__ import annotations

@@ -45,13 +45,10 @@ BATCHES_KEPT = 100  # batch records a job keeps (the service's driver reads them
 
 
 class LearningJob:
-    """One learning job on the connected Ray cluster, writing `catalog` and `store`.
-
-    `lock`: the data dir's run lock, held by the caller; holding it proves every claim left in the catalog
-    is stale, so they are returned to the queue. The job keeps a reference to it: a lock held for the
-    job's life (the service's learner actor) lasts as long as the job. `run_info` is recorded with the run
-    (`address`, `service`, ...) beside the model, its fingerprint, the generator count and the loop config.
-    """
+    """One learning job on the connected Ray cluster, writing `catalog` and `store`. `lock`: the data dir's
+    run lock, held by the caller (so every claim left in the catalog is stale and returned to the queue) and
+    referenced for the job's life. `run_info` is recorded with the run beside the model, its fingerprint, the
+    generator count and the loop config."""
 
     def __init__(self, catalog: Catalog, store: LocalStore, workers: WorkerSpec, config: LoopConfig,
                  run_info: dict[str, Any] | None = None, lock: RunLock | None = None):

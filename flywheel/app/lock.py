@@ -1,13 +1,9 @@
 """The data dir's run lock: one local learning job per data dir, the one implementation.
 
-Holding it proves no other local job owns the embedded catalog's claims, so the holder may return every
-claim left behind to the queue. `galahad run` holds it for the run; `galahad serve` checks it fails fast,
-and its learner actor holds it for the actor's life (the actor can outlive a killed driver for a moment:
-the next learner waits for it, then fails closed).
-
-The lock file is opened without following a symlink (`O_NOFOLLOW`), created if missing, never truncated,
-and must be a regular file; the lock itself is an `flock` on it, released when the file is closed or the
-process dies.
+Holding it proves no other local job owns the embedded catalog's claims, so the holder may return them to
+the queue. `galahad run` holds it for the run; `galahad serve` checks it and its learner actor holds it for
+its life. The lock file is opened with `O_NOFOLLOW`, created if missing, never truncated, and must be a
+regular file; the lock is an `flock`, released when the file is closed or the process dies.
 """
 
 from __future__ import annotations

@@ -32,13 +32,10 @@ def make_store(paths: Paths, store: str | Path | None = None, ram_tier_bytes: in
 
 def open_storage(paths: Paths, catalog: str | None = None, store: str | Path | None = None,
                  create: bool = False, ram_tier_bytes: int | None = None) -> tuple[Catalog, BlobStore]:
-    """(catalog, store) for a data dir; the catalog is migrated on open.
-
-    `catalog` is a SQLAlchemy URL (default: env GALAHAD_CATALOG, else the data dir's SQLite file), `store`
-    a folder (default: the data dir's store) or an `s3://BUCKET/PREFIX` URL (`make_store`) whose RAM tier holds `ram_tier_bytes` (default
-    `StoreConfig.ram_tier_bytes`). Only jobs that produce a catalog (`run`, `serve`, `catalog
-    import`) pass `create=True`; otherwise a catalog that does not exist, or has no Galahad tables, is a
-    one-line error and nothing is created (not even the data dir)."""
+    """(catalog, store) for a data dir, the catalog migrated on open (`catalog`: a SQLAlchemy URL, `store`:
+    what `make_store` takes; defaults: the data dir's). Only jobs that produce a catalog (`run`, `serve`,
+    `catalog import`) pass `create=True`; otherwise a catalog that does not exist, or has no Galahad tables,
+    is a one-line error and nothing is created (not even the data dir)."""
     url = paths.resolve_catalog(catalog)
     if create:
         paths.ensure()

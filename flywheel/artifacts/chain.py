@@ -27,11 +27,9 @@ T = TypeVar("T")
 def walk(tail_id: str, read: Callable[[str], T | None], parent_of: Callable[[T], str | None],
          max_len: int = MAX_CHAIN_ARTIFACTS) -> list[T]:
     """What `read` gives for each link from the root to `tail_id` (root first), following `parent_of`.
-
-    `read` returning None ends the walk at that link (a reader that lacks it: the catalog's lineage; or one
-    that already passed it: a memoized walk over many tails); a reader that must have every link raises
-    instead. A link seen twice (a cycle) or more than `max_len`
-    links are refused."""
+    `read` returning None ends the walk at that link (a reader that lacks it, or a memoized walk that already
+    passed it); a reader that must have every link raises instead. A cycle or more than `max_len` links is
+    refused."""
     out: list[T] = []
     seen: set[str] = set()
     current: str | None = tail_id

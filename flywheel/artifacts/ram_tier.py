@@ -1,15 +1,10 @@
 """The store's RAM tier: blobs already read and hash-checked in this process, kept by bytes, LRU.
 
-`LocalStore.get_checked` consults it before reading: an entry is served only while the file it was read
-from still has the same identity (device, inode, size, mtime_ns, ctime_ns: one `lstat`); any change (rewritten,
-replaced, truncated, deleted) drops the entry and the blob is read and hash-checked again, so the tier
-never serves bytes the store no longer holds. What it keeps is the `Checked` buffer itself (immutable
-`bytes`, the very bytes that were hashed; tensors are views over it and nothing writes into them), so a
-hit costs one `lstat`, no read, no hash. The budget is `StoreConfig.ram_tier_bytes` (`flywheel/config.py`).
-
-File times tick coarsely (a jiffy; seconds on some filesystems), so a file rewritten within the tick it was
-read in could keep its identity. As git does for its index ("racy clean"), a file modified less than
-`RACY_NS` before it was read is not kept: any later write then stamps a time after the one recorded.
+An entry is served only while its file keeps the same identity (device, inode, size, mtime_ns, ctime_ns:
+one `lstat`); any change drops it and the blob is read and checked again. It keeps the immutable `Checked`
+buffer that was hashed, so a hit reads and hashes nothing. Budget: `StoreConfig.ram_tier_bytes`. As git does
+for "racy clean" files, a file modified less than `RACY_NS` before it was read is not kept (file times tick
+coarsely).
 """
 
 from __future__ import annotations

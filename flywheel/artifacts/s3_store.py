@@ -1,34 +1,18 @@
 """An object-store tier: blobs in an S3 bucket (the source of truth), read through a local disk cache and
 the RAM tier.
 
-`--store s3://BUCKET/PREFIX` (any command that takes `--store`) opens an `S3Store`: the endpoint and the
-credentials come from the standard AWS variables (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
-AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION; any S3 API: AWS, SeaweedFS, MinIO, ...). Tiers, nearest first:
+`--store s3://BUCKET/PREFIX[?cache=DIR]` opens an `S3Store`; the endpoint and credentials come from the
+standard AWS variables (any S3 API: AWS, SeaweedFS, MinIO, ...). Tiers, nearest first: RAM (`ram_tier.py`),
+the local cache (a `LocalStore`, default `<data>/store-cache/`, written atomically after a fetch or a put),
+the bucket (objects under `PREFIX<id>`). The SHA-256 is checked on every fetch from any tier: a bad cache
+file is dropped and fetched again; an object that fails twice is `CorruptBlob`, never returned (the graft
+path rebuilds it and `repair`s the bucket).
 
-- RAM (`ram_tier.py`): blobs this process read and hash-checked, while their cache file is unchanged;
-- the local cache, a `LocalStore` folder (default `<data>/store-cache/`; `s3://B/P?cache=DIR` names
-  another): written atomically (temp file, fsync, rename) after a fetch or a put;
-- the bucket: objects under `PREFIX<id>`, written once.
-
-The SHA-256 is checked on every fetch from any tier: a cache file that fails it is dropped and fetched
-again; an object that fails it (twice: a torn transfer is retried once) is refused with `CorruptBlob`,
-never returned, and the graft path (`memory/rebuild.py`) rebuilds it from its catalog row and `repair`s
-the bucket.
-
-Write-once: objects are content-addressed, so an existing object is never overwritten. Every upload is a
-conditional put (`If-None-Match: *`, on PutObject and on CompleteMultipartUpload); a 412 means the id is
-already stored (a same-size object counts as these very bytes: it is hash-checked on every fetch). A
-single put is atomic; a blob of `transfer.multipart_threshold` bytes or more goes up as a multipart upload
-(`multipart_chunksize` parts), visible only once completed, aborted on failure. The only deletions are
-`delete` (gc's orphans, gc's superseded originals: the catalog's rules) and `repair` (an object that failed
-its hash, replaced by bytes that pass it).
-
-Every request is retried on a transient failure (connection refused or reset, timeout, 5xx, throttling)
-with exponential backoff for up to `S3Retry.deadline_s` seconds (config.py; the bounded wait); then
-`StoreUnavailable`, one line naming the store, the operation and the last error.
-
-`evict_local` / `local_ids` are the local tiers' (`catalog evict` empties those only: the bucket keeps
-every object).
+Write-once: every upload is a conditional put (`If-None-Match: *`, multipart from
+`transfer.multipart_threshold`, visible only once completed); a 412 means the id is already stored. The
+only deletions are `delete` (gc) and `repair`. Every request is retried on a transient failure with
+backoff for up to `S3Retry.deadline_s`, then `StoreUnavailable` names the store, the operation and the last
+error. `evict_local` / `local_ids` are the local tiers' (`catalog evict`; the bucket keeps every object).
 """
 
 from __future__ import annotations

@@ -64,16 +64,11 @@ def shareable(fd: int) -> None:
     os.fchmod(fd, 0o666 & ~_umask())
 
 
-def _open_regular(path: Path, limit: int, what: str, expected: int | None = None) -> tuple[int, int]:
-    """(fd, size) of a regular file that is not a symlink, opened without blocking (a FIFO never hangs);
-    a FIFO, a device, a symlink, a size other than `expected` or above `limit` is refused before anything
-    is read. The caller owns the fd."""
-    fd, st = _open_regular_stat(path, limit, what, expected)
-    return fd, st.st_size
-
-
-def _open_regular_stat(path: Path, limit: int, what: str, expected: int | None = None) -> tuple[int, os.stat_result]:
-    """`_open_regular`, with the opened file's own `fstat` (its identity, for the RAM tier)."""
+def _open_regular(path: Path, limit: int, what: str,
+                  expected: int | None = None) -> tuple[int, os.stat_result]:
+    """(fd, its `fstat`) of a regular file that is not a symlink, opened without blocking (a FIFO never
+    hangs); a FIFO, a device, a symlink, a size other than `expected` or above `limit` is refused before
+    anything is read. The caller owns the fd."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -246,16 +241,11 @@ class LocalStore(BlobStore):
         return data
 
     def get_checked(self, blob_id: str, size: int | None = None) -> Checked:
-        """One read of the declared size into one buffer, hashed once (no copy: tensors become views over
-        it); anything but a regular file (a symlink, a FIFO: never opened blocking), more than
-        MAX_BLOB_BYTES or than the `size` a row declares, a size change or a hash mismatch is refused
-        (the size checks before anything is allocated). The buffer is immutable `bytes`: what was hashed is
-        what the tensors hold. (Measured in the engine's process on a 41 MB artifact: a plain read reuses
-        freed pages and costs the floor; a zero-filled bytearray added ~10 ms, fresh anonymous pages ~20 ms.)
-
-        RAM tier: a blob this store already read and checked is served from memory while its file's
-        identity (one `lstat`: device, inode, size, mtime_ns, ctime_ns) is what it was when read; a changed, replaced
-        or missing file is read (and hash-checked, so refused if corrupted) as if never seen."""
+        """One read of the declared size into one immutable buffer, hashed once (tensors become views over it:
+        what was hashed is what they hold). Anything but a regular file, more than MAX_BLOB_BYTES or the row's
+        `size`, a size change or a hash mismatch is refused, the sizes before anything is allocated. From the
+        RAM tier while the file's identity (one `lstat`) is what it was when read; a changed, replaced or
+        missing file is read and checked as if never seen."""
         path = self.path(blob_id)
         if self.ram.capacity:
             try:
@@ -270,7 +260,7 @@ class LocalStore(BlobStore):
                 if hit is not None:
                     return hit
         try:
-            fd, st = _open_regular_stat(path, MAX_BLOB_BYTES, f"blob {blob_id[:16]} in the store {self.root}", size)
+            fd, st = _open_regular(path, MAX_BLOB_BYTES, f"blob {blob_id[:16]} in the store {self.root}", size)
         except BlobMissing:
             self.ram.drop(blob_id)
             raise BlobMissing(f"blob {blob_id[:16]} is missing from the store {self.root}") from None

@@ -1,17 +1,9 @@
 """`Activity`: what learning did over time, for the service's page (`/ui`, `service/dashboard.py`).
 
-Read from rows the catalog keeps anyway (attempts' and verdicts' `created_at`, naive UTC), so the history
-survives restarts and every replica draws the same one:
-
-- `first_attempt`: when the catalog's history starts (the oldest attempt);
-- `verified_by`: how many problems had a positive verdict by each of a list of times (a problem counts
-  once, from its first positive verdict; at a time past every verdict it is `Catalog.stats()["verified"]`,
-  the figure `/metrics` shows as `galahad_verified`);
-- `attempts_between`: attempts recorded in each interval between consecutive times;
-- `latest_verified`: the newest verified problems, one row each, with their newest positive verdict.
-
-Each figure over many times is one query (a sum of CASEs per time), so a page costs a few statements
-whatever the catalog's size or the axis's length.
+Read from rows the catalog keeps anyway (attempts' and verdicts' `created_at`, naive UTC), so every replica
+draws the same history, across restarts: `first_attempt`, `verified_by` (problems with a positive verdict by
+each time; past the last, `Catalog.stats()["verified"]`), `attempts_between` (per interval) and
+`latest_verified` (one row per problem). Each figure over many times is one query (a sum of CASEs per time).
 """
 
 from __future__ import annotations
@@ -55,10 +47,9 @@ class Activity(Part):
             return [int(v or 0) for v in conn.execute(stmt).one()]
 
     def latest_verified(self, limit: int) -> list[dict[str, Any]]:
-        """The newest verified problems, one row each (a claim's several accepted attempts are one), newest
-        first: problem_id, text, answer (the gold it was checked against), scope, verified_at (its newest
-        positive verdict, naive UTC), verifier_version, provenance (`sampled`, or `gold`: a gold solution). Newest verdicts are read a page at a time until
-        `limit` problems are found."""
+        """The newest verified problems, one row each, newest first: problem_id, text, answer, scope,
+        verified_at (its newest positive verdict, naive UTC), verifier_version, provenance. Newest verdicts
+        are read a page at a time until `limit` problems are found."""
         stmt = (select(P.c.id.label("problem_id"), P.c.text, P.c.answer, P.c.scope,
                        V.c.created_at.label("verified_at"), V.c.verifier_version, A.c.provenance)
                 .join(A, V.c.attempt_id == A.c.id).join(P, P.c.id == A.c.problem_id)

@@ -1,19 +1,11 @@
-"""`catalog.golds` (this module: `Golds`): adding problems whose golds must agree with the catalog's, atomically.
+"""`catalog.golds` (`Golds`): adding problems whose golds must agree with the catalog's, atomically.
 
-Two golds for the same problem (the same text hash, or the same canonical key) within a scope must agree
-(`app.intake`). Checking with a read and then inserting in another transaction races: two callers
-submitting the same problem with different golds at the same moment both read "nothing here" and both
-succeed. `add_checked` makes the check and the insert one transaction that holds a lock on every gold it
-compares:
-
-- SQLite: the write transaction is `BEGIN IMMEDIATE` (`db.write_transaction`): writers are serialized, so
-  the read inside it sees every committed gold and none can commit before this one ends.
-- PostgreSQL: a transaction-level advisory lock per (scope, text hash) and per (scope, canonical key),
-  taken in sorted order (no deadlocks) before the read; under READ COMMITTED the read that follows the
-  lock sees whatever the previous holder committed.
-
-Of two conflicting concurrent submits one commits and the other's check sees its row: one succeeds and
-the other gets the caller's conflict error, every time.
+Two golds for the same problem (text hash or canonical key) within a scope must agree (`app.intake`); a
+read then an insert in another transaction would race. `add_checked` makes check and insert one
+transaction holding a lock on every gold it compares: on SQLite the `BEGIN IMMEDIATE` write transaction
+(`db.write_transaction`) serializes writers; on PostgreSQL a transaction-level advisory lock per (scope,
+text hash) and per (scope, key), taken in sorted order before the read. Of two conflicting concurrent
+submits, one commits and the other gets the conflict error, every time.
 """
 
 from __future__ import annotations

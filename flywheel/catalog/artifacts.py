@@ -62,15 +62,11 @@ class Artifacts(Part):
         self, store: BlobStore, artifact_id: str, *, verification_id: str | None = None, library: str | None = None,
         new_chain: bool = False, location: str | None = None, recall: tuple[str, str] | None = None,
     ) -> str:
-        """Record the row of an artifact its depositor already put in `store`; returns its id.
-
-        The catalog never receives or writes the bytes: it reads the blob back, hash-checked, and parses the
-        row from the blob's own header, so a missing blob, or one whose bytes do not hash to `artifact_id`,
-        gets no row. Idempotent: recording the same artifact again returns its id and adds no row. With
-        `library`, the artifact is appended to that library's current chain (its parent must be the chain's
-        tail) or, with `new_chain`, starts the next chain. With `recall=(problem_id, verification_id)`, the
-        artifact is recorded as the one that serves that problem's recurrence, in the same transaction.
-        """
+        """Record the row of an artifact its depositor already put in `store`; returns its id. The row is
+        parsed from the blob's own header, read back hash-checked, so a missing or corrupt blob gets no row.
+        Idempotent. With `library`, the artifact is appended to that library's current chain (its parent must
+        be the tail) or, with `new_chain`, starts the next chain; with `recall=(problem_id, verification_id)`
+        it is recorded, in the same transaction, as the artifact that serves that problem's recurrence."""
         meta, size = _stored_header(store, check_id(artifact_id))
         if meta.parent is not None or verification_id is not None:
             with self.engine.connect() as conn:  # refuse early, before taking the write lock
@@ -94,12 +90,10 @@ class Artifacts(Part):
 
     def deposit_many(self, store: BlobStore, artifact_ids: list[str], *, library: str | None = None,
                      location: str | None = None) -> list[str]:
-        """Bulk `deposit` (bundles, backfills) of artifacts already put in `store` (`BlobStore.put_many`):
-        every blob read back hash-checked, then all rows in one transaction.
-
-        A parent must come earlier in `artifact_ids` or already be in the catalog; with `library`, the
-        artifacts are appended in order to its current chain.
-        """
+        """Bulk `deposit` of artifacts already put in `store` (`BlobStore.put_many`): every blob read back
+        hash-checked, then all rows in one transaction. A parent must come earlier in `artifact_ids` or
+        already be in the catalog; with `library`, the artifacts are appended in order to its current
+        chain."""
         ids = [check_id(a) for a in artifact_ids]
         # Read back in parallel: on a shared filesystem each read waits on the network.
         with ThreadPoolExecutor(max_workers=max(1, min(PUT_THREADS, len(ids)))) as pool:

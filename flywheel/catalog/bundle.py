@@ -1,29 +1,19 @@
 """Bundles: move artifacts and their catalog rows to another machine, byte-identically.
 
-A bundle is one uncompressed tar file (USTAR, fixed mtimes/owners, sorted members, so the same content
-always makes the same bundle bytes):
+A bundle is one uncompressed tar file (USTAR, fixed mtimes/owners, sorted members: the same content always
+makes the same bytes):
     MANIFEST.sha256        SHA-256 of manifest.json
     manifest.json          {"format", "tables": {table: [rows]}, "blobs": {id: size}}
     MANIFEST.sig           (signed bundles) an Ed25519 signature over manifest.json's SHA-256 (`signing.py`)
     blobs/<sha256>         each artifact's bytes
-The rows are the artifacts, their ancestors, their provenance (verification, attempt, problem, run) and
-library entries, and (format 2, `bundle_memory.py`) the rest of memory: recall rows, problem keys and
-runtime facts, so an import answers recurrences by hash and key with no run in between. Every format ever
-written still imports, its missing columns defaulted as their migrations did (`bundle_formats.py`); a newer
-one is refused. Every id is content-derived or a UUID, so rows keep their ids on any catalog; only an
-artifact's `location` (which store holds it) is machine-local and is rewritten on import.
+The rows are the artifacts, their ancestors and provenance, library entries and the rest of memory (recall
+rows, problem keys, runtime facts: `bundle_memory.py`). Every format ever written imports
+(`bundle_formats.py`); ids are content-derived or UUIDs, so only an artifact's `location` is rewritten.
 
-Import first decides whether to trust the bundle at all (before any blob is read): a bundle signed by a key
-the data dir trusts goes on; an unsigned one, or one signed by another key, only with a re-derivation of
-every artifact (`rederive`, `import --verify`) or `trust_unsigned` (`--trust-unsigned`); a signature that
-does not verify is refused always. The manifest binds every row and every blob's SHA-256, so signing it
-signs the whole bundle.
-
-Import validates everything before writing anything: member names (no traversal, no links), every blob's
-hash and size, every artifact header against its row (span, tokens, fingerprints), every content-derived
-key (problem id = hash of its text; an artifact's verification is a positive verdict by its model; chain
-positions extend each other), references, and conflicts with the target catalog. Only then are blobs put (durable) and the rows committed in one
-transaction.
+Import first decides trust, before any blob is read: signed by a trusted key, or else only with
+`rederive` (`--verify`) or `trust_unsigned`; a bad signature is always refused. It then validates everything
+(member names, blob hashes and sizes, headers against rows, content-derived keys, references, conflicts)
+before writing anything: blobs are put (durable), then the rows committed in one transaction.
 """
 
 from __future__ import annotations
@@ -526,15 +516,10 @@ def _trust_gate(path: Path, trusted_keys, rederive, trust_unsigned: bool, seen: 
 
 def import_bundle(catalog: Catalog, store: BlobStore, path: str | os.PathLike, rederive=None, *,
                   trusted_keys=(), trust_unsigned: bool = False) -> dict[str, Any]:
-    """Validate the whole bundle, then put its blobs and commit its rows; refuses without writing.
-
-    Trust first: a bundle goes on only if signed by one of `trusted_keys` (key ids, `signing.TrustedKeys.ids`),
-    or if `rederive` re-derives every artifact, or with `trust_unsigned`; a signature that does not verify
-    refuses it whatever the flags.
-
-    `rederive` (a `learn.rebuild_check.RebuildCheck`, for `import --verify`): before anything is written, every
-    artifact is re-derived from its token ids and parent on the local engine; any whose bytes differ, or
-    that cannot be re-derived here, refuses the whole bundle."""
+    """Validate the whole bundle, then put its blobs and commit its rows; refuses without writing. It goes on
+    only if signed by one of `trusted_keys` (`signing.TrustedKeys.ids`), or if `rederive` (a
+    `learn.rebuild_check.RebuildCheck`, `import --verify`) re-derives every artifact byte for byte on the
+    local engine, or with `trust_unsigned`; a signature that does not verify refuses it whatever the flags."""
     path = Path(path)
     seen: dict[str, Any] = {}
     gate = _trust_gate(path, trusted_keys, rederive, trust_unsigned, seen)

@@ -1,21 +1,17 @@
 """Bundle format versions: which one this Galahad writes, which it reads, and what an older one lacks.
 
-The version (`galahad-bundle/N`) is bumped whenever the bundle's tables change. Every version this project
-has written imports: a row of an older bundle may lack the columns added since its writer, and each is
-filled with what the migration that added it gave existing rows (`ADDED`). A row lacking any other column,
-or a column its version always had, is malformed; a bundle newer than this Galahad is refused in one line
-naming both versions (it may carry columns this catalog cannot hold).
+The version (`galahad-bundle/N`) is bumped whenever the bundle's tables change. Every version ever written
+imports: an older row's columns added since are filled as their migration filled existing rows (`ADDED`);
+any other missing column is malformed; a newer bundle is refused in one line naming both versions.
 
     1  artifacts and their provenance (2026-12-01; before migration 0003 without problems.gold_source)
     2  + recall rows, problem keys, runtime facts (`bundle_memory.py`) and migration 0004's artifact columns
        (2026-12-02); from 2026-12-06 (migration 0006) writers also put each row's scope, under the same name
     3  scope on every problems, artifacts and libraries row (2026-12-07)
-    4  + attempts.provenance (migration 0009, 2026-12-07): `sampled`, or `gold` for a gold solution; an
-       older bundle's attempts are all `sampled`: the tables as they are now
+    4  + attempts.provenance (migration 0009, 2026-12-07; older bundles' attempts are all `sampled`)
 
-Scope: a bundle without scopes lands in `shared`, what migration 0006 gave every existing row. Only the
-admin imports (`galahad catalog import` on the data dir), and a problem's id outside `shared` is derived
-from its scope (`problems/scope_ids.py`), so an old bundle's ids (text hashes) are shared ids anyway.
+A bundle without scopes lands in `shared`, as migration 0006 did: only the admin imports, and an old
+bundle's ids (text hashes) are shared ids anyway (`problems/scope_ids.py`).
 """
 
 from __future__ import annotations

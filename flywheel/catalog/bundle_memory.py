@@ -1,14 +1,10 @@
 """What bundle format 2 adds to a bundle: the rest of memory (recall rows, problem keys, runtime facts).
 
-Format 1 carried artifacts and their provenance only, so an import answered a learned problem by transfer
-until a `galahad run` reconciled its recall rows. Format 2 also carries `recalls` (which artifact serves
-each problem's recurrence), `problem_keys` (canonical keys: the same mathematics in other words) and
-`runtimes` (the facts behind each runtime fingerprint, so foreign artifacts can be explained). All three
-are checked like every other row, or recomputed: a key row is the problem text's key (recomputed, and a
-bundle whose key of the current version disagrees is refused); a runtime's fingerprint is the hash of its
-facts; a recall names a positive verdict on an attempt at that very problem, an artifact in the bundle and,
-where the artifact's header names one, the same problem; a recall artifact is a root. A format-1 bundle still imports: its keys are
-computed and its recall rows derived from the recall artifacts' own headers (`role: recall`).
+Format 1 carried artifacts and their provenance only. Format 2 also carries `recalls`, `problem_keys` and
+`runtimes`, each checked or recomputed: a key row must be its text's key (a current-version key that
+disagrees is refused); a runtime's fingerprint is the hash of its facts; a recall names a positive verdict
+on that very problem and a root artifact in the bundle. A format-1 bundle's keys are computed and its recall
+rows derived from the recall artifacts' own headers (`role: recall`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """`catalog.evictions` and `evict`: a disk budget for the store, the catalog's rows never touched.
 
-The store is the compiled form of memory, the catalog its source: an artifact row keeps its tokens,
-parent, header `extra`, verification and fingerprints, so its blob can be deleted and rebuilt exactly
-(`memory/rebuild.py`: same bytes, same id, checked by hash, when the runtime matches). `evict` deletes the
-least recently grafted blobs (never grafted first, then oldest) until the rows' blobs fit `to_bytes`,
-sparing each library's current chain (what the depositor extends, reading the store directly);
-each row is marked evicted (`evicted_at`, its `extra` kept) *before* its blob is deleted, so a kill leaves
-a marked row whose blob may still be there (harmless: it is read as usual), never an unmarked row without
-bytes. A rebuild clears the mark and counts in `rebuilds` (`catalog stats`, `/metrics`). Grafts stamp
-`last_grafted_at` (`touch`).
+An artifact row keeps all its blob is made from, so the blob can be deleted and rebuilt exactly
+(`memory/rebuild.py`). `evict` deletes the least recently grafted blobs (never grafted first, then oldest)
+until the rows' blobs fit `to_bytes`, sparing each library's current chain; each row is marked
+(`evicted_at`) *before* its blob is deleted, so a kill never leaves an unmarked row without bytes. A rebuild
+clears the mark and counts in `rebuilds`; grafts stamp `last_grafted_at` (`touch`).
 """
 
 from __future__ import annotations

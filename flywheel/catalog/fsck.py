@@ -1,14 +1,11 @@
 """Catalog/store consistency: `fsck` (re-hash everything, report) and `gc` (collect orphans safely).
 
-fsck findings, worst first: dangling rows (a row whose blob is missing: must never happen), corrupted blobs
-(bytes that no longer hash to their id), mismatched rows (a row that disagrees with its blob's header),
-orphan blobs (bytes with no row: what a crash between `put` and commit leaves; collectable) and temp files
-(a writer killed mid-write; collectable).
-
-gc deletes only orphans and temp files older than a grace period, because a live depositor's blob is an
-orphan for the instant between its `put` and its commit. Without `--force` it never deletes more than half
-of the store's blobs, nor any when the catalog has no artifacts: that is what a wrong catalog looks like. If a row for a blob appears while gc is deleting
-it anyway, gc puts the bytes back.
+fsck findings, worst first: dangling rows (blob missing: must never happen), corrupted blobs, mismatched
+rows (row disagrees with its blob's header), orphan blobs (a crash between `put` and commit; collectable)
+and temp files (a killed writer; collectable). gc deletes only orphans and temp files older than a grace
+period (a live depositor's blob is an orphan until its commit); without `--force` never more than
+`max_fraction` of the blobs, nor any when the catalog has no artifacts. A blob whose row appears while gc
+deletes it is put back.
 """
 
 from __future__ import annotations
@@ -198,11 +195,9 @@ def _refuse_mass_delete(rows: set[str], blobs: int, doomed: int, max_fraction: f
 def gc(catalog: Catalog, store: BlobStore, grace_seconds: float = DEFAULT_GRACE_SECONDS,
        dry_run: bool = False, force: bool = False, max_fraction: float = GcConfig.max_fraction) -> dict[str, Any]:
     """Delete orphan blobs and temp files older than `grace_seconds`, and evict the blobs of originals a
-    recompile has rebuilt under another runtime (`evicted_superseded`: rows kept, rebuildable); never
-    deletes a row, nor the blob of a row that is not superseded.
-
-    Without `force`, refuses (deleting nothing) to delete more than `max_fraction` of the store's blobs,
-    or any blob when the catalog has no artifacts."""
+    recompile has rebuilt under another runtime (rows kept, rebuildable); never deletes a row. Without
+    `force`, refuses to delete more than `max_fraction` of the store's blobs, or any when the catalog has no
+    artifacts."""
     rows = set(catalog.artifacts.sizes())
     out: dict[str, Any] = {"removed_orphans": [], "removed_temp_files": [], "freed_bytes": 0,
                            "kept_young": 0, "restored": [], "dry_run": dry_run}

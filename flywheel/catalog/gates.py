@@ -1,10 +1,9 @@
 """`catalog.gates`: where memory's inexact routes (`transfer`, `similar`) may answer, and the evidence why.
 
-A route answers for a (model, library) only where `eval transfer` on held-out problems measured it beating
-the base model on the same problems (`evals/gate_evidence.py` computes the rows from a manifest's records). One row
-per (model fingerprint, library, route): the manifest's id, the condition measured and both counts, and
-whether the gate is open. No row: closed (fail closed). A later eval of the same (model, library, route)
-replaces the row, so a route that stops paying closes.
+A route answers for a (model, library) only where `eval transfer` measured it beating the base model on the
+same held-out problems (`evals/gate_evidence.py`). One row per (model fingerprint, library, route): the
+manifest, condition, both counts and whether the gate is open; no row: closed. A later eval replaces the
+row, so a route that stops paying closes.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """`catalog.libraries`: libraries, each a named sequence of chains of artifacts (`library_entries`).
 
-A chain is graftable only if each artifact extends the previous one's KV, so an append must extend the
-chain's tail or start the next chain. Each model/runtime sees its own chains of a library: another
-fingerprint's chains (an imported bundle's) never become the tail a deposit must extend. Appends happen in
-a deposit's transaction (`catalog.artifacts.deposit(library=...)`); the reads here find the chain a graft
-uses and the tail a deposit extends.
+An append must extend the chain's tail or start the next chain (a chain grafts only if each artifact
+extends the previous one's KV). Each model/runtime sees its own chains, so an imported bundle's never
+become the tail a deposit must extend. Appends happen in a deposit's transaction; the reads here find the
+chain a graft uses and the tail a deposit extends.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""What every part of the catalog shares: `Part` (one concept's rows, on its catalog's engine) and the row helpers.
+"""What every part of the catalog shares: `Part` (one concept's rows, on its catalog's engine), row helpers.
 
-A part holds no connection and no state of its own: it reads through its catalog's pooled engine and writes
-through `Catalog.write()` (SQLite: the write lock taken up front) and `Catalog.insert_ignore`. Rows come back
-as plain dicts (column name -> value; datetimes are naive UTC), so callers never hold a session and `--json`
-output is one `json.dumps` away.
+A part holds no connection or state: it reads through its catalog's pooled engine and writes through
+`Catalog.write()` and `Catalog.insert_ignore`. Rows come back as plain dicts (datetimes naive UTC).
 """
 
 from __future__ import annotations

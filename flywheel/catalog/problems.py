@@ -1,11 +1,10 @@
 """`catalog.problems`: the problem rows and their keys.
 
-A problem is deduplicated by normalized text (its id is that text's hash, `problems.records.problem_hash`).
-Its key row (`problem_keys`: canonical key and numbers, from `problems/canonical.py`) is written with it;
-`ensure_keys` fills in (or recomputes, on a newer key version) the keys of problems added before, so
-lookups never miss a problem for want of its key. The status and lease columns are the work queue's
-(`catalog.queue`). Its shape row (`problem_shapes`: the hash of its text with numbers masked) is written
-with it too, and `ensure_shapes` fills in those of rows written without one: `classify` is one index seek.
+A problem is deduplicated by normalized text (its id is `problems.records.problem_hash`). Its key row
+(`problem_keys`: canonical key and numbers) and shape row (`problem_shapes`: the text's hash with numbers
+masked) are written with it; `ensure_keys` and `ensure_shapes` fill in those of rows written without one
+(or, for keys, under an older key version). The status and lease columns are the work queue's
+(`catalog.queue`).
 """
 
 from __future__ import annotations

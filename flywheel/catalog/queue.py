@@ -1,8 +1,6 @@
-"""`catalog.queue`: the problem rows as the durable work queue: claims with leases, releases, and
-unfinished deposits, and failed problems tried again (`retry`, with backoff). With tenants, claims are round-robin across memory scopes (`_round_robin`).
-
-Problems are claimed with a lease, so a killed worker's problems become claimable again; a verified
-problem with no artifact behind it is a deposit a kill interrupted, found here and finished by the loop.
+"""`catalog.queue`: the problem rows as the durable work queue: claims with leases (round-robin across memory
+scopes with tenants), releases, failed problems tried again (`retry`), and unfinished deposits (a verified
+problem with no artifact behind it, a deposit a kill interrupted, finished by the loop).
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """`catalog.recall_answers`: a recall's decode, stored where it was first computed, read back by a hit.
 
-A recall (a verified problem's own artifact grafted, its own question asked again, greedy) is a fixed
-function of the chain it grafts (artifacts are named by the hash of their bytes), the question, the prompt
-format and the cap, on an engine with given (model, runtime) fingerprints: the same inputs give the same
-bits, which every exactness test of the project asserts. So the depositor stores it when it deposits the
-recall artifact, a replica stores one it had to decode, and a first hit after a restart, on any replica,
-is this one primary-key read instead of a graft and a decode (`service/recall_memo.py`).
-
+A recall is a fixed function of the chain it grafts, the question, the prompt format and the cap under
+given (model, runtime) fingerprints, so the depositor stores it with the recall artifact, a replica stores
+one it had to decode, and a first hit on any replica is one primary-key read (`service/recall_memo.py`).
 `get` returns a decode only where a fresh one under the asked cap gives the same tokens: the cap it ran
-under, or any cap that fits an answer that stopped on its own before its cap.
+under, or any cap that fits an answer that stopped on its own.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """`catalog.recalls`: which artifact serves a verified problem's recurrence, and finding it again.
 
 A recall artifact is a verified solution deposited alone (a root after BOS), recorded in `recalls` in the
-same transaction as its artifact row (`catalog.artifacts.deposit(recall=...)`); a problem has one per
-runtime (its original and each artifact `catalog recompile` rebuilt from it). A recurrence is found by
-the problem's id, or through its key row (`catalog.problems` writes it): the canonical key, which finds the
-same mathematics posed in other words, or the multiset of numbers it mentions.
-
-`matches` asks all of a new text's questions in one statement (its id, key, numbers, and the oldest problem
-of its shape, what `classify` answers): routing a solve is then one round trip, not four, which is what a
-solve's routing costs on a client/server database (PostgreSQL), whatever the catalog's size.
+same transaction as its artifact row; a problem has one per runtime. A recurrence is found by the problem's
+id, or through its key row: the canonical key (the same mathematics in other words) or the numbers it
+mentions. `matches` asks all of a new text's questions in one statement, so routing a solve is one round
+trip whatever the catalog's size.
 """
 
 from __future__ import annotations
@@ -85,7 +81,7 @@ class Recalls(Part):
         (`by_key(key)`), `numbers` (`by_numbers(numbers)`), each a list made under `fingerprints`, and
         `shape`: the template and topic of the oldest problem of `shape_hash` (`problems.classify`), or
         None. A None argument asks nothing of that kind (an empty list, or None). `scope`: only problems
-        that scope sees (its own and shared; `problem_id` then a list of its ids: `problems.scope_ids.ids_for`)."""
+        that scope sees (its own and shared; `problem_id` then a list of its ids: `catalog.scopes`)."""
         asked = {"hash": problem_id, "key": key, "numbers": numbers}
         branches = [_recalled_stmt(BY[kind](value), fingerprints=fingerprints, scope=scope)
                     .add_columns(literal(kind).label("match"))

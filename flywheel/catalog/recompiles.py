@@ -1,14 +1,10 @@
 """`catalog.recompiles`: which artifacts another runtime made, and recording their rebuilt twins.
 
 An artifact is a pure function of (model, runtime, parent chain, tokens, header extra), and its row holds
-everything but the runtime. So an artifact made under another runtime (another CPU, another torch) is
-rebuilt from its row under the running one (`learn/recompile.py`) as a new artifact with its own id:
-`recompiled_from` names the original it descends from (always the original, so every rebuild of one
-artifact, on any machine, is one lineage: `coalesce(recompiled_from, id)`). Recording a rebuilt twin is one
-transaction: its row (the same verification), its library entries (a new chain for each chain the original
-starts, the twin parent's chain otherwise) and its recall rows (the same problems and verifications). So a
-kill leaves an artifact either recompiled completely or not at all (at most an orphan blob, gc's), and a
-rerun finds only what is left: idempotent.
+all but the runtime, so one made under another runtime is rebuilt from its row (`learn/recompile.py`) as a
+new artifact whose `recompiled_from` names the original (every rebuild of one artifact is one lineage:
+`coalesce(recompiled_from, id)`). Recording a twin is one transaction (its row, library entries and recall
+rows), so a kill leaves it recompiled completely or not at all, and a rerun is idempotent.
 """
 
 from __future__ import annotations

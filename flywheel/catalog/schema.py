@@ -1,12 +1,9 @@
 """The catalog's schema: SQLAlchemy 2 declarative models (the source of truth the migrations must match).
 
-Ids are portable so that a bundle can move rows between catalogs without renumbering: a problem's id is
-the SHA-256 of its normalized text, an artifact's id is the SHA-256 of its bytes, and runs, attempts and
-verifications get random UUIDs. Times are naive UTC (`DateTime` without zone) so SQLite and PostgreSQL
-store and compare them alike.
-
-Provenance: artifact -> verification -> attempt -> problem (and attempt -> run); artifact -> parent
-artifact for KV chains; a library is a named sequence of chains of artifacts.
+Ids are portable, so a bundle moves rows between catalogs without renumbering: a problem's id is the SHA-256
+of its normalized text, an artifact's the SHA-256 of its bytes, runs, attempts and verifications random
+UUIDs. Times are naive UTC, so SQLite and PostgreSQL compare them alike. Provenance: artifact ->
+verification -> attempt -> problem (and run); artifact -> parent artifact for KV chains.
 """
 
 from __future__ import annotations
@@ -184,11 +181,9 @@ class LibraryEntryRow(Base):
 
 
 class ProblemKey(Base):
-    """A problem's canonical key (same mathematics, same key; never its answer) and its numbers multiset.
-
-    Derived from the text by `problems/canonical.py` (`key_version` names the algorithm, so a newer one
-    recomputes old rows); `canonical_key` is None for a problem the reader does not recognise, which is
-    then matched only by text similarity among problems with the same `numbers`."""
+    """A problem's canonical key (same mathematics, same key) and its numbers multiset, from
+    `problems/canonical.py` (`key_version` names the algorithm; a newer one recomputes old rows). A problem
+    with no key is matched only by text similarity among problems with the same `numbers`."""
 
     __tablename__ = "problem_keys"
 
@@ -212,11 +207,9 @@ class Recall(Base):
 
 
 class RecallAnswerRow(Base):
-    """A recall's decode, stored where it was computed (migration 0010): the question decoded after the graft
-    of the chain ending at `artifact_id`, greedy, under the cap `max_tokens`, by an engine with these
-    fingerprints (the same inputs give the same bits). The depositor writes it when it deposits a recall
-    artifact, and a replica that decoded one writes it too, so a hit is a catalog read (`catalog.recall_answers`).
-    Derived data: not in bundles (the importer's engine computes its own)."""
+    """A recall's decode (migration 0010): the question decoded greedily after the graft of the chain ending
+    at `artifact_id`, under the cap `max_tokens`, by an engine with these fingerprints
+    (`catalog.recall_answers`). Derived data: not in bundles (the importer's engine computes its own)."""
 
     __tablename__ = "recall_answers"
 

@@ -1,9 +1,8 @@
 """`catalog.scopes`: what one memory scope sees, and promoting a tenant's knowledge into `shared`.
 
-A view is a scope name (its own rows and shared's: `Catalog.visible`) or None (every row: the admin's and
-the single-user service's view). Another scope's ids are simply not found (the API answers 404, never
-403: a tenant cannot tell another's id from an id that does not exist). Library names carry their scope
-(`<tenant>/template:<id>`; shared's are bare), so a tenant's transfer reads its own chains and shared's.
+A view is a scope name (its own rows and shared's: `Catalog.visible`) or None (every row). Another scope's
+ids are simply not found (404, never 403). Library names carry their scope (`<tenant>/template:<id>`;
+shared's are bare), so a tenant's transfer reads its own chains and shared's.
 """
 
 from __future__ import annotations

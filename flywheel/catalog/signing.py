@@ -1,17 +1,11 @@
 """Bundles that carry trust: Ed25519 signatures over a bundle's manifest, and the data dir's trusted keys.
 
-What a signature covers: the bundle's `manifest.json`, which binds everything else. It holds every catalog
-row, and every artifact as `blobs: {sha256: size}`; import refuses a blob whose bytes do not hash to its
-name, a blob the manifest does not list and a listed blob that is missing. So a valid signature over the
-manifest's SHA-256 vouches for every row and every byte of the bundle. The signature travels inside the
-bundle as `MANIFEST.sig` (JSON: the signer's public key, its key id and the signature), after the manifest
-and before the blobs; Ed25519 signatures are deterministic, so the same content signed by the same key is
-the same bundle bytes.
-
-Keys are files: a private key is PKCS#8 PEM (mode 0600; `openssl genpkey -algorithm ed25519` makes the same
-kind), a public key SubjectPublicKeyInfo PEM. A key's id is the SHA-256 of its 32 raw public bytes. The
-data dir's trusted keys are `<data>/trusted_keys/<key id>.pub`; which keys are trusted is decided by the
-key file contents, never by their names.
+The manifest binds every catalog row and every blob's SHA-256 and size (import refuses any blob that does
+not match it), so a signature over the manifest's SHA-256 vouches for the whole bundle. It travels as
+`MANIFEST.sig` (JSON: public key, key id, signature) before the blobs; Ed25519 is deterministic, so the
+same content and key make the same bundle bytes. Private keys are PKCS#8 PEM (mode 0600), public keys
+SubjectPublicKeyInfo PEM; a key's id is the SHA-256 of its 32 raw public bytes. Trusted keys are
+`<data>/trusted_keys/<key id>.pub`, trusted by their contents, never their names.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from galahad.flywheel.cli import catalog_keys
 from galahad.flywheel.cli.argtypes import count, finite
 from galahad.flywheel.cli.eval_support import progress_bar
 from galahad.flywheel.cli.flags import add_model_flag, byte_size
-from galahad.flywheel.cli.session import engine_for
+from galahad.flywheel.cli.session import catalog_only, engine_for, json_default
 from galahad.flywheel.config import CATALOG_ENV, GcConfig
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.learn.rebuild_check import RebuildCheck
@@ -127,26 +127,12 @@ def _truncated(shown: int, total: int, as_json: bool) -> None:
 
 
 def _open(args: argparse.Namespace):
-    from galahad.flywheel.catalog import Catalog  # deferred: sqlalchemy is heavy
-
-    url = args.paths.resolve_catalog(args.catalog)
-    create = args.catalog_command in CREATES
-    if create and url == args.paths.catalog_url:
-        args.paths.root.mkdir(parents=True, exist_ok=True)
     store = make_store(args.paths, args.store)
-    return Catalog(url, create=create), store
-
-
-def _default(o: Any) -> Any:
-    if isinstance(o, datetime):
-        return o.isoformat()
-    if isinstance(o, set):
-        return sorted(o)
-    return str(o)
+    return catalog_only(args, create=args.catalog_command in CREATES), store
 
 
 def _json(obj: Any) -> None:
-    print(json.dumps(obj, indent=2, sort_keys=True, default=_default))
+    print(json.dumps(obj, indent=2, sort_keys=True, default=json_default))
 
 
 def _cell(v: Any, width: int) -> str:

@@ -1,7 +1,6 @@
 """`galahad eval context`: stored and graftable tokens vs the context window, with flat resident memory.
-
-This module owns only the `context` sub-subcommand (`add_context_parser`), so `cmd_eval` can mount it next
-to recurrence/transfer. The measurement itself lives in `eval_context`.
+Only the parser and the report (`add_context_parser`, mounted by `cmd_eval`); the measurement is
+`evals/context.py`'s.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """`galahad problems ls | sample | stats | check | key`: look at problem sources before a run uses them.
 
-`--source` takes a registered name (see `ls`), `rg:<reasoning-gym dataset>` or a problem JSONL file;
-`stats` on a file is also its validation (a malformed line is a one-line error with its number).
-`check FILE` prints every finding (schema, duplicate ids, conflicting golds for the same text or key,
-golds that disagree with a computable value) and exits 1 if there is any; it also says how many golds it
-could not check (no computable value), naming the first few ids. `key [TEXT ...]` prints each
-text's canonical key, or `none` (one text a line from stdin when no TEXT is given), so a user can see why
-two texts match; `--json` prints one `{"text", "key", "value", "reading"}` object a line (`value`: the
-exact number the key computes to, as a fraction string such as "80" or "181/3", or null; `reading`: the
-expression the text was read as, in plain math, such as "12 × 20", or null).
+`--source` takes a registered name (see `ls`), `rg:<reasoning-gym dataset>` or a problem JSONL file; `stats`
+on a file also validates it. `check FILE` prints every finding and exits 1 if there is any, and says how
+many golds it could not check. `key [TEXT ...]` prints each text's canonical key or `none` (texts from stdin
+when none is given); `--json` prints one `{"text", "key", "value", "reading"}` object a line.
 """
 
 from __future__ import annotations

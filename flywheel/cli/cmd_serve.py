@@ -1,14 +1,10 @@
 """`galahad serve`: the HTTP API on Ray Serve, with the learner running beside it on the same cluster.
 
-Checks the token rule before anything starts (a non-loopback `--host` needs GALAHAD_API_TOKEN), starts or
-joins Ray, deploys the answering replicas (model loaded once per
-replica) and the learner's supervisor, which starts the learner actor and starts it again whenever it
-dies (this process prints one line on stderr per restart; `/readyz` and `/metrics` report it), prints one
-line on stdout per learner batch (`learner.batch_line`), and serves until SIGINT/SIGTERM, then shuts down in
-order with bounded waits (`shutdown`: the learner told to stop, Serve, Ray) and exits 0 without an error
-line. On the embedded catalog the learner
-actor holds the data dir's run lock (as `galahad run` does) and returns stale claims to the queue. Killed at any moment, serving again
-resumes: the catalog is the queue, and the learner's first drain deposits interrupted verdicts.
+Checks the token rule first (a non-loopback `--host` needs GALAHAD_API_TOKEN), starts or joins Ray, deploys
+the answering replicas and the learner's supervisor (which restarts a dead learner; one stderr line per
+restart), prints one stdout line per learner batch (`learner.batch_line`), and serves until SIGINT/SIGTERM,
+then shuts down in order with bounded waits and exits 0. On the embedded catalog the learner holds the data
+dir's run lock. Killed at any moment, serving again resumes: the catalog is the queue.
 """
 
 from __future__ import annotations
@@ -168,12 +164,9 @@ def shutdown(supervisor, ref, joined: bool) -> None:
 
 
 def stop_serve(timeout_s: float) -> None:
-    """`serve.shutdown()` without its error line: Serve's own call waits on a controller task that only ends
-    when the controller kills itself, and Ray logs that task's death as a failure ("Task
-    ServeController.graceful_shutdown failed ... killed by ray.kill"). Here the controller is told to shut
-    down without waiting (`graceful_shutdown(wait=False)`), its name is watched until it is gone (it deletes
-    the app, the replicas and the proxies first) for at most `timeout_s`, then `serve.shutdown()` finds no
-    controller and only drops its client."""
+    """`serve.shutdown()` without its error line (Ray logs the controller task its own call waits on as
+    failed): the controller is told to shut down without waiting, its name watched until it is gone (at most
+    `timeout_s`), then `serve.shutdown()` only drops its client."""
     import ray
     from ray import serve
     from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE

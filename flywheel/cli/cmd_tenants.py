@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import datetime
-from typing import Any
 
 from galahad.flywheel.cli.argtypes import count
 from galahad.flywheel.cli.flags import byte_size
+from galahad.flywheel.cli.session import catalog_only, json_default
 from galahad.flywheel.config import CATALOG_ENV
 
 
@@ -61,19 +60,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.set_defaults(func=cmd_memory_ls)
 
 
-def _open(args: argparse.Namespace, create: bool = False):
-    from galahad.flywheel.catalog import Catalog  # deferred: sqlalchemy is heavy
-
-    url = args.paths.resolve_catalog(args.catalog)
-    if create and url == args.paths.catalog_url:
-        args.paths.root.mkdir(parents=True, exist_ok=True)
-    return Catalog(url, create=create)
-
-
-def _default(o: Any) -> Any:
-    return o.isoformat() if isinstance(o, datetime) else str(o)
-
-
 def _token(args: argparse.Namespace, token: str) -> int:
     if args.json:
         print(json.dumps({"name": args.name, "token": token}))
@@ -84,27 +70,27 @@ def _token(args: argparse.Namespace, token: str) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    with _open(args, create=True) as cat:
+    with catalog_only(args, create=True) as cat:
         return _token(args, cat.tenants.add(args.name, args.rpm, args.queue, args.store_bytes))
 
 
 def cmd_rotate(args: argparse.Namespace) -> int:
-    with _open(args) as cat:
+    with catalog_only(args) as cat:
         return _token(args, cat.tenants.rotate(args.name))
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:
-    with _open(args) as cat:
+    with catalog_only(args) as cat:
         cat.tenants.revoke(args.name)
     print(json.dumps({"name": args.name, "revoked": True}) if args.json else f"revoked {args.name}")
     return 0
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    with _open(args) as cat:
+    with catalog_only(args) as cat:
         found = cat.tenants.ls()
     if args.json:
-        print(json.dumps(found, default=_default))
+        print(json.dumps(found, default=json_default))
         return 0
     print(f"{'name':<20} {'rpm':>6} {'queue':>7} {'store':>12} {'queued':>7} {'problems':>9} {'bytes':>12}  state")
     for t in found:
@@ -117,19 +103,19 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
-    with _open(args) as cat:
+    with catalog_only(args) as cat:
         out = cat.scopes.promote(args.problem_id, by=args.by)
-    print(json.dumps(out, default=_default) if args.json else
+    print(json.dumps(out, default=json_default) if args.json else
           f"promoted {out['from_problem_id'][:16]} ({out['from_scope']}) to shared as {out['problem_id'][:16]}: "
           f"{out['artifacts']} artifacts")
     return 0
 
 
 def cmd_memory_ls(args: argparse.Namespace) -> int:
-    with _open(args) as cat:
+    with catalog_only(args) as cat:
         found = cat.scopes.ls(args.tenant, args.limit)
     if args.json:
-        print(json.dumps(found, default=_default))
+        print(json.dumps(found, default=json_default))
         return 0
     for r in found:
         print(f"{r['id'][:16]}  {r['status']:<9} {' '.join(r['text'].split())[:70]}")

@@ -1,8 +1,6 @@
 """What every `galahad eval` subcommand shares: its progress (a bar on a terminal, else a line every few
-seconds on stderr), where its manifest goes, the manifest's head.
-
-Its own module so that `cmd_eval` (which mounts the eval subcommands) and `cmd_eval_transfer` both
-import it and neither imports the other's handlers: no import cycle.
+seconds on stderr), where its manifest goes, the manifest's head. Its own module, so `cmd_eval` and
+`cmd_eval_transfer` import it and not each other.
 """
 
 from __future__ import annotations

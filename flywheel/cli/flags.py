@@ -1,10 +1,8 @@
 """The flags more than one subcommand declares, declared once: `--data`, `--model`, and the learner's.
 
-`galahad run` and `galahad serve` both start the learning loop, so they share one declaration of its
-flags (`add_learner_flags`): the same names, the same defaults (from `config.DEFAULTS`), the same
-validators (`argtypes`), so both accept and refuse exactly the same values, refused by argparse in one
-line before anything starts. `--data` is a global option that also works after any subcommand
-(`add_data_flag` on every subparser, `galahad run --data DIR` as `galahad --data DIR run`).
+`galahad run` and `galahad serve` share one declaration of the learning loop's flags (`add_learner_flags`):
+the same names, defaults (`config.DEFAULTS`) and validators (`argtypes`). `--data` also works after any
+subcommand (`add_data_flag` on every subparser).
 """
 
 from __future__ import annotations

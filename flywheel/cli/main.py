@@ -1,9 +1,8 @@
 """The `galahad` console script: global options and the subcommand registry.
 
-Each subcommand lives in its own module exposing `register(subparsers)`; the handler it sets as `func`
-receives the parsed args (with `args.paths`, the resolved data dir). The global option `--data` is
-accepted after the subcommand too (`cli/flags.py`). Heavy imports (torch, ray) happen
-inside handlers so that `galahad verify` starts fast.
+Each subcommand's module exposes `register(subparsers)`; its handler receives the parsed args (with
+`args.paths`, the resolved data dir). Heavy imports (torch, ray) happen inside handlers, so `galahad
+verify` starts fast.
 """
 
 from __future__ import annotations

@@ -7,11 +7,13 @@ re-exported from there for the commands that load the answering engine.
 from __future__ import annotations
 
 import argparse
+from datetime import datetime
+from typing import Any
 
-from galahad.flywheel.app.storage import engine_for, open_storage
+from galahad.flywheel.app.storage import engine_for, open_catalog, open_storage
 from galahad.flywheel.config import Paths
 
-__all__ = ["add_storage_args", "engine_for", "storage"]
+__all__ = ["add_storage_args", "catalog_only", "engine_for", "json_default", "storage"]
 
 
 def add_storage_args(p: argparse.ArgumentParser) -> None:
@@ -29,3 +31,20 @@ def storage(args: argparse.Namespace, create: bool = False):
     catalog, store = open_storage(paths, args.catalog, args.store, create=create,
                                   ram_tier_bytes=getattr(args, "ram_tier", None))
     return paths, catalog, store
+
+
+def catalog_only(args: argparse.Namespace, create: bool = False):
+    """The catalog `--catalog` names, without a store (creating the data dir only for its own SQLite file)."""
+    url = args.paths.resolve_catalog(args.catalog)
+    if create and url == args.paths.catalog_url:
+        args.paths.root.mkdir(parents=True, exist_ok=True)
+    return open_catalog(url, create)
+
+
+def json_default(o: Any) -> Any:
+    """`json.dumps(default=...)` for catalog rows: times in ISO form, sets sorted, anything else as text."""
+    if isinstance(o, datetime):
+        return o.isoformat()
+    if isinstance(o, set):
+        return sorted(o)
+    return str(o)

@@ -1,14 +1,11 @@
 """The "context" evaluation: how many tokens the catalog stores and can graft, against the context window.
 
-Owns three measurements and the manifest that records them:
-- `catalog_tokens`: stored tokens (every artifact) and graftable tokens (artifacts whose whole parent chain
-  is in the store at its recorded size, made by the evaluated model under the evaluated runtime, ending
-  inside the context window). Bytes are not re-hashed here: that is fsck's job, and every graft re-hashes.
-- `grow`: deposit synthetic chains (seeded random token ids, each span prefilled after the previous tail
-  through `workers.kv_chain.KVChains`, exactly like the depositor) while sampling resident memory after
-  every chain; only one chain's cache is alive at a time and every artifact's bytes are dropped once durable.
-- `graft_checks`: restore sampled chains (the longest included) and compare the fp32 logits of a query
-  after the graft with those after a fresh prefill of the same segments at the same boundaries (SHA-256).
+- `catalog_tokens`: stored tokens and graftable tokens (whole parent chain in the store at its recorded size,
+  made by the evaluated model and runtime, ending inside the context window); bytes are not re-hashed.
+- `grow`: deposit synthetic chains (seeded random tokens, through `workers.kv_chain.KVChains`, as the
+  depositor does) while sampling resident memory after every chain.
+- `graft_checks`: restore sampled chains (the longest included) and compare a query's fp32 logits after the
+  graft with those after a fresh prefill of the same segments (SHA-256).
 """
 
 from __future__ import annotations
@@ -58,12 +55,9 @@ def rss_mb() -> float:
 
 
 def trimmed_rss_mb() -> tuple[float, float]:
-    """(VmRSS after handing the allocator's free pages back to the OS, VmRSS as found), in MiB.
-
-    glibc keeps freed buffers (attention scores, masks) cached, so raw RSS swings by tens of MB from one
-    sample to the next; `malloc_trim(0)` releases only memory nobody holds, so anything the process keeps
-    alive (a leaked cache, artifact bytes) still shows. Both figures are recorded.
-    """
+    """(VmRSS after `malloc_trim(0)`, VmRSS as found), in MiB. glibc keeps freed buffers cached, so raw RSS
+    swings by tens of MB between samples; the trim releases only memory nobody holds, so a leak still
+    shows."""
     raw = rss_mb()
     if _LIBC is not None:
         _LIBC.malloc_trim(0)

@@ -1,10 +1,9 @@
-"""Evidence: every eval writes a manifest of inputs, configuration, outputs and scores, all hashed.
+"""Evidence: every eval writes a manifest of inputs, configuration, outputs and scores, all hashed (SHA-256
+over canonical JSON).
 
-A manifest can be re-checked without the engine (`rescore`: recompute every verdict and score from the
-recorded outputs, check every output hash and the manifest's own hash) and re-run elsewhere (`replay`:
-recompute the outputs and compare their hashes). Hashes are SHA-256 over canonical JSON. Every manifest
-says which answer policy it measured under (`answer_policy`): always `model`, the model's own answers, a
-refuted one scored as the model gave it, never replaced by the computed value (`memory/solver.by_policy`).
+A manifest can be re-checked without the engine (`rescore`: verdicts, scores, output hashes and its own
+hash recomputed) and re-run elsewhere (`replay`: outputs recomputed, hashes compared). Every manifest
+measures under answer policy `model`: a refuted answer is scored as the model gave it.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The exactness proof: grafted logits are byte-identical to a fresh computation.
 
-Deposit side (a separate process): prefill each case's prefix with the pinned schedule and deposit its KV
-as an artifact. Graft side (this process, its own model instance): a fresh prefill + query is the
-reference; the artifact, hash-checked from the store, is grafted into a fresh cache + query (all logits),
-and again as serving runs it (`recall.graft`, then the query with last-position logits only). Also
-measured: a shifted graft (keys re-rotated by d, the inexact mode), and a one-pass forward over
-prefix+query (and, in invariant mode, token-by-token decoding), compared with the graft.
+A separate process prefills each case's prefix with the pinned schedule and deposits its KV. Here, with its
+own model instance: a fresh prefill + query is the reference; the artifact, hash-checked, is grafted and
+queried (all logits), and again as serving runs it (last-position logits). Also measured: a shifted graft
+(the inexact mode) and a one-pass forward (and, in invariant mode, token-by-token decoding).
 """
 
 from __future__ import annotations

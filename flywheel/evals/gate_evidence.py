@@ -1,15 +1,11 @@
 """The evidence that opens a transfer gate, from an `eval transfer` manifest's records (torch-free, SQL-free).
 
 A route (`transfer`, `similar`) pays for a (model, library) when, on the held-out problems it answered for
-that library, it was right more often than the base model on the same problems. Records come from either
-form of `eval transfer`:
-- `--problems FILE`: the `transfer` condition (`Solver.solve(gated=False)`: every route memory has) or,
-  without it, the `system` condition (the gated walk: evidence only where a gate already lets the route
-  answer, so a route that stops paying closes); each record names its `path` and `library`;
-- the built-in families: each `library:<scope>:n<k>` condition grafting what `solve` grafts (k =
-  `RetrievalPolicy.max_solutions`), whose records name their `library`, as the `transfer` route.
-Each is paired with the `base` condition's record of the same problem, on held-out problems only (a
-problem memory holds by hash or key is no evidence for an inexact route). No base condition: no evidence.
+that library, it was right more often than the base model on the same problems. Records come from the
+`--problems FILE` form (its `transfer` condition, else its gated `system` condition; each record names its
+`path` and `library`) or from the built-in families (the `library:<scope>:n<k>` condition that grafts what
+`solve` grafts). Each is paired with the `base` record of the same problem; a problem memory holds by hash
+or key is no evidence. No base condition: no evidence.
 """
 
 from __future__ import annotations

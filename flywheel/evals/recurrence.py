@@ -1,11 +1,9 @@
 """`eval recurrence`: problems the base model does not solve within a budget, answered from their graft.
 
-Every verified problem with a recall artifact is evaluated by default (`limit` caps it). The base
-condition samples up to k attempts of at most T tokens from the few-shot prompt, with seeds distinct from
-the learning run's, prefilled once per problem as the generator does, and is credited with pass@k (it
-stops at its first correct sample). The graft condition grafts the problem's recall artifact (its own
-verified solution alone after BOS, what `solve`'s hash path grafts) and decodes greedily. Scores are
-reported on the problems the base fails (the issue's question) and on all problems.
+Every verified problem with a recall artifact is evaluated (`limit` caps it). The base condition samples up
+to k attempts of at most T tokens from the few-shot prompt (seeds distinct from the learning run's) and is
+credited with pass@k; the graft condition grafts the problem's recall artifact and decodes greedily.
+Scores are reported on the problems the base fails and on all problems.
 """
 
 from __future__ import annotations

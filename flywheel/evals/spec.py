@@ -1,9 +1,8 @@
 """What every eval shares: a record's spec (how to produce one output), executing it, and its verdict.
 
-A spec is everything that determines an output's bytes: the problem text, the prompt format, the grafted
-chain's tail artifact (or none), and the decoding (temperature, seed, token budget). Executing a spec
-under the pinned runtime is deterministic, so `replay` re-executes specs and compares output hashes, and
-`rescore` recomputes verdicts from the recorded outputs with no model at all.
+A spec is everything that determines an output's bytes (problem text, prompt format, grafted tail, decoding)
+and executing it under the pinned runtime is deterministic, so `replay` re-executes specs and compares
+output hashes, and `rescore` recomputes verdicts from the recorded outputs with no model at all.
 """
 
 from __future__ import annotations

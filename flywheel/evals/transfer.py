@@ -1,16 +1,11 @@
 """`eval transfer`: does grafted memory help on problems it has never seen?
 
-Held-out instances (a trained template, new numbers) and held-out templates (no problem of the template
-in the catalog) are drawn from the built-in families with the eval's own seed and never from the
-catalog. Conditions, all greedy and in the memory's prompt format unless noted:
-  base       the base model's few-shot prompt (generic examples), no graft;
-  empty      the query alone: same format as the graft conditions, no memory (empty-memory control);
-  random     a chain of solutions from another topic's library (random-artifact control);
-  library    the first n solutions of the newest chain of the problem's own library (template, or topic
-             for held-out templates), as `solve` picks them (`memory/policy.py`): one condition per
-             retrieval policy studied.
-Each library policy is compared, paired on the same problems, against each control. The condition that
-grafts what `solve` grafts, beside `base`, is the evidence for its library's transfer gate (`evals/gate_evidence.py`).
+Held-out instances (a trained template, new numbers) and held-out templates are drawn from the built-in
+families with the eval's own seed, never from the catalog. Conditions, greedy, in the memory's prompt
+format unless noted: `base` (the few-shot prompt, no graft), `empty` (the query alone), `random` (another
+topic's chain) and one `library` condition per retrieval policy (the first n solutions of the newest chain
+of the problem's own library, as `solve` picks them). Each library policy is compared, paired, against each
+control; the one that grafts what `solve` grafts, beside `base`, is the evidence for its transfer gate.
 """
 
 from __future__ import annotations

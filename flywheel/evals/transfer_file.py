@@ -1,21 +1,15 @@
 """`eval transfer --problems FILE`: what memory does for a user's own problems, under seven conditions.
 
-  base     the base model's few-shot prompt (generic examples), no memory;
-  empty    the query alone in the memory's format, no memory (empty-memory control);
-  random   k random verified solutions, composed into a chain and grafted (random-memory control);
+  base     the base model's few-shot prompt, no memory;
+  empty    the query alone in the memory's format (empty-memory control);
+  random   k random verified solutions composed into a chain and grafted (random-memory control);
   nearest  the k verified solutions most similar in text, the most similar last, grafted exactly;
-  text     the same solutions as `nearest` given as plain prompt tokens and recomputed: its outputs must
-           be byte-identical to `nearest`'s (the graft is an exact cache of in-context examples), its
-           cost higher;
-  transfer `Solver.solve(gated=False)`: the walk with every route memory has, similar and transfer
-           wherever they reach (whatever their gates say); with `base`, the evidence that opens or closes
-           each (model, library) gate (`evals/gate_evidence.py`, recorded by the command in `catalog.gates`);
-  system   `Solver.solve` itself (hash -> key -> similar -> transfer -> base, similar and transfer only
-           where their gate is open), each route it answers run as a recorded spec: the record of the
-           route it accepts, and every route it tried.
-Every problem is tagged with its overlap with the catalog's verified problems (`hash`, `key`, `similar`
-or `none`): a contamination audit reported per condition, never a silent filter. A paraphrase file's
-`source` (`paraphrase:<problem id>`) also tags whether its source problem is verified.
+  text     `nearest`'s solutions as plain prompt tokens, recomputed: outputs byte-identical to `nearest`'s;
+  transfer `Solver.solve(gated=False)`: every route memory has, whatever the gates say; with `base`, the
+           evidence for each (model, library) gate (`evals/gate_evidence.py`);
+  system   `Solver.solve` itself, gated, each route it answers run as a recorded spec.
+Every problem is tagged with its overlap with the catalog's verified problems (`hash`, `key`, `similar`,
+`none`, and for a paraphrase file whether its source is verified): reported per condition, never filtered.
 """
 
 from __future__ import annotations

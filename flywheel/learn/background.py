@@ -1,15 +1,10 @@
 """Deposits that run while sampling continues: the loop never waits on a depositor.
 
-A verified solution's verdict is committed before its deposit is submitted, so a kill at any moment loses
-nothing (the next run's `reconcile` deposits it). The depositor's calls are Ray object refs that the loop
-puts in the same `ray.wait` set as the generators' rounds; when one returns, its span (its blob already in
-the store) is recorded in the catalog here. Each solution makes two requests: its library deposit, then,
-once that is recorded, its recall artifact (a root of its own). Chains stay linear: at most one library
-deposit per library is in flight, and the next one for that library is submitted only after the previous
-one is recorded, so each call is given the tail the previous call produced (the depositor then appends to
-its live cache). A recall request waits on no chain; it is submitted before the library's next deposit, so
-the depositor runs them in the same order as ever. A `ChainConflict` (another job appended first) is redone
-after the new tail, as `LibraryDeposits.deposit` does.
+A verdict is committed before its deposit is submitted, so a kill loses nothing (`reconcile` deposits it
+next run). The depositor's object refs join the generators' rounds in one `ray.wait` set; a returned span
+(its blob already stored) is recorded here. Each solution makes a library deposit then, once recorded, its
+recall artifact. Chains stay linear: at most one library deposit per library in flight, each given the tail
+the previous produced. A `ChainConflict` (another job appended first) is redone after the new tail.
 """
 
 from __future__ import annotations

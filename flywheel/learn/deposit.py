@@ -1,13 +1,10 @@
 """Depositing a verified solution into its library: the catalog chooses the tail, a depositor prefills.
 
-`LibraryDeposits` owns the library side of a deposit: which library a problem's solution joins, which
-tail it extends, committing the artifact row (the depositor has put the blob in the store already;
-`catalog.artifacts.deposit` records the row), and redoing the prefill after the new tail when another job
-appended first (`ChainConflict`). Each solution is also deposited alone as its problem's recall artifact
-(`recall_call` / `commit_recall`, or `deposit_recall` waiting), what recurrence grafts; the depositor decodes
-it once as a hit would, and that decode is stored beside it (`catalog.recall_answers`), so a hit reads it
-instead of decoding. The prefill itself is a callable, so the same logic drives a local `workers.Depositor`
-or a Ray actor.
+`LibraryDeposits` picks the library and the tail a solution extends, commits the artifact row (the
+depositor has already put the blob) and redoes the prefill after the new tail when another job appended
+first (`ChainConflict`). Each solution is also deposited alone as its problem's recall artifact
+(`recall_call` / `commit_recall`, or `deposit_recall`), with the decode the depositor made stored beside it
+(`catalog.recall_answers`). The prefill is a callable: a local `workers.Depositor` or a Ray actor.
 """
 
 from __future__ import annotations

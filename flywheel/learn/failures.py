@@ -1,11 +1,9 @@
 """Why a problem failed: the answers its attempts gave, summed up when its sampling budget runs out.
 
-`WrongAnswers` collects each claimed problem's answers as the loop records them (every round of the claim)
-and, when the problem fails, gives the record the catalog keeps with the `failed` mark (`problems.failure`,
-shown by `/v1/problems/{id}` and `galahad catalog show`): `attempts` (of this claim), `distinct_answers`,
-`no_answer` (attempts with an empty answer), `most_common` (`answer`, `count`: the most frequent wrong
-answer, the earliest seen on a tie) and `closest` (`answer`, `distance`: the answer nearest the gold where
-both read as exact numbers, `problems/golds.py` `exact_number`, else null). Answers are kept cut at `MAX_ANSWER_CHARS`.
+`WrongAnswers` collects each claimed problem's answers and, when it fails, gives the record the catalog
+keeps (`problems.failure`, shown by `/v1/problems/{id}` and `catalog show`): `attempts`, `distinct_answers`,
+`no_answer`, `most_common` (the most frequent wrong answer, earliest on a tie) and `closest` (the answer
+nearest the gold where both are exact numbers, else null). Answers are cut at `MAX_ANSWER_CHARS`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The verify-then-cache loop: problems -> generate -> verify -> deposit -> catalog.
 
 The catalog is the durable work queue, so the loop holds no state worth losing: a killed job resumes by
-claiming pending problems (and problems whose lease expired), and `reconcile` deposits any solution that
-was verified but whose deposit (library or recall artifact) the kill interrupted. Deposits run in the
-background (`learn/background.py`): the loop goes on sampling while the depositor prefills. Generators
-sample in rounds and a problem stops at
-its first verified attempt, so the budget (k samples x T tokens) is an upper bound, not a fixed cost.
+claiming pending (and lease-expired) problems, and `reconcile` deposits any verified solution whose deposit
+the kill interrupted. Deposits run in the background (`learn/background.py`). A problem stops at its first
+verified attempt, so the budget (k samples x T tokens) is an upper bound, not a fixed cost.
 """
 
 from __future__ import annotations

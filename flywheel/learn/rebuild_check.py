@@ -1,11 +1,9 @@
 """The rebuild check: proving artifacts authentic by rebuilding each one from its token ids and parent.
 
-An artifact is a pure function of (model, runtime, parent chain, tokens): prefilling its tokens after its
-parent's restored KV and encoding the span must give back the very same bytes (the same SHA-256). A
-hash check proves bytes intact; this proves the KV is what the model computes, so a forged artifact
-(plausible tensors under a consistent header and id) is refused. `catalog fsck --verify` and
-`catalog import --verify` run it (handed in as their `rederive`). Artifacts made by another model or
-runtime cannot be rebuilt here: they are reported as unverifiable, never as verified.
+An artifact is a pure function of (model, runtime, parent chain, tokens), so prefilling its tokens after
+its parent must give back the same bytes. A hash check proves bytes intact; this proves the KV is what the
+model computes, so a forged artifact is refused. `catalog fsck --verify` and `catalog import --verify` run
+it (their `rederive`); another model's or runtime's artifacts are reported unverifiable, never verified.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """`catalog recompile`: rebuild, under the running engine, every artifact another runtime made.
 
-Memory is the catalog (problem, solution tokens, verdict, lineage); artifacts are its compiled form. An
-artifact made under another runtime fingerprint (another CPU model, another torch) never grafts here, so
-each one of this model is rebuilt from its row: its tokens prefilled after its parent's twin (rebuilt just
-before it: parents come first) through the one KV-chain owner, encoded with the row's header `extra`.
-The new artifact has its own id; `catalog.recompiles.record` links it, in one transaction, to the same
-verification, library chains and recall rows, with `recompiled_from` naming the original (which is kept
-until `gc`, never deleted here). The blob is durable before its row, so `kill -9` at any point leaves an
-artifact recompiled completely or not at all; a rerun finds only what is left (idempotent). Artifacts of
-another *model* are counted, not rebuilt: their token ids are that model's tokenizer's.
-
-`hook(event, artifact_id)` ("put": blob durable, row not yet; "recorded") lets a caller watch progress (the
-CLI's bar; the kill -9 test kills itself at a chosen put).
+An artifact of another runtime fingerprint never grafts here, so each one of this model is rebuilt from its
+row: its tokens prefilled after its parent's twin (parents first) through the one KV-chain owner, encoded
+with the row's header `extra`. `catalog.recompiles.record` links the new artifact, in one transaction, to the
+same verification, chains and recall rows, `recompiled_from` naming the original (kept until `gc`). The
+blob is durable before its row, so `kill -9` leaves an artifact recompiled completely or not at all and a
+rerun is idempotent. Artifacts of another *model* are counted, not rebuilt (their tokens are its tokenizer's).
+`hook(event, artifact_id)` ("put", "recorded") lets a caller watch progress.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Composing a chain of chosen verified solutions (the `nearest` and `random` memories of `eval transfer`).
-
-A library chain holds solutions in deposit order; an eval that picks its own k solutions prefills them
-once as a new chain (root after BOS, each next one after the previous: `workers.kv_chain.KVChains`) and
-deposits it, content-addressed, so composing the same solutions again is the same artifacts. The chain
-then grafts exactly at its own positions like any other (`recall.graft_decode`).
+"""Composing a chain of chosen verified solutions (the `nearest` and `random` memories of `eval transfer`):
+the k solutions prefilled once as a new chain through `workers.kv_chain.KVChains` and deposited,
+content-addressed, so composing the same solutions again gives the same artifacts.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Saying so when memory is there but was compiled elsewhere: the one line `solve`, `serve` and the evals
-print when the catalog knows a problem only through artifacts of another model or runtime (a catalog
-moved to another machine, or kept across a torch upgrade), instead of silently answering from the base
-model: "N artifacts were made under another runtime (fields: cpu.model, torch): run `galahad catalog
-recompile`". The fields come from `catalog.runtimes` (the facts each engine recorded)."""
+print when the catalog knows a problem only through another model's or runtime's artifacts ("N artifacts
+were made under another runtime (fields: cpu.model, torch): run `galahad catalog recompile`"), from
+`catalog.runtimes`.
+"""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """Libraries of verified solutions: the one spelling of a library's name (`template:<id>`, `topic:<topic>`,
-a tenant's behind `<tenant>/`), for the problem a solution is deposited from and for the libraries the
-transfer path reads.
-
-A library groups solutions by template (or topic when there is no template). Its chains are persistent
-prefix trees of segments: every solution is prefilled after the chain's current tail, so any prefix of
-a chain grafts exactly at its own positions.
+a tenant's behind `<tenant>/`). A library groups solutions by template (or topic); every solution is
+prefilled after its chain's current tail, so any prefix of a chain grafts exactly at its own positions.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """Evicted artifacts come back: a store whose missing blobs are rebuilt exactly from their catalog rows.
 
-`RebuildingStore` wraps the artifact store for whatever grafts (`Solver`, the evals). A read of a blob
-that `catalog evict` deleted rebuilds it through the one KV-chain owner (`workers.kv_chain.KVChains`):
-the row's tokens prefilled after its parent's chain (itself read through this store, so an evicted parent
-is rebuilt first) and encoded with the row's header `extra`. The rebuild must hash to the artifact's own
-id (it is a pure function of model, runtime, parent, tokens and extra); only then is it put back in the
-store, the row unmarked and a rebuild counted. An artifact of another model or runtime is not rebuilt
-here: that is `galahad catalog recompile`'s (a new id under this runtime). Every successful read also
-stamps the artifact as grafted (at most once a minute per artifact and process), which is what eviction
-orders by.
+`RebuildingStore` wraps the artifact store for whatever grafts (`Solver`, the evals). A read of a blob that
+`catalog evict` deleted rebuilds it through `workers.kv_chain.KVChains` (its tokens prefilled after its
+parent's chain, itself read through this store) and puts it back only if it hashes to the artifact's own id;
+then the row is unmarked and a rebuild counted. Another model's or runtime's artifact is `catalog
+recompile`'s. Every successful read stamps the artifact as grafted (at most once a minute per artifact and
+process), which is what eviction orders by.
 """
 
 from __future__ import annotations

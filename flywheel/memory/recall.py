@@ -1,12 +1,9 @@
 """The graft -> decode path: what `solve`, every eval and `replay` run, so what is measured ships.
 
-The context a decode runs in is built by the pinned schedules (`workers/schedule.py`): the chain restored
-at its own positions (nothing re-rotated: own-position graft is the exact operating point) and the prompt
-prefilled after it, or the base model's two-span few-shot schedule; it is decoded with the answer's stop
-rule by `workers/answer.py` (`answer_decode`, re-exported here; the depositor runs it too). Here: a
-context prefilled once and decoded many times (`Prepared`), and `graft_decode`. With `recompute`, the chain's tokens (the same solutions as plain prompt text) are
-prefilled afresh instead of grafted: the control that proves the graft is an exact cache (same output
-bytes) and shows what it saves.
+Contexts are built by the pinned schedules (`workers/schedule.py`) and decoded with the answer's stop rule
+by `workers/answer.py` (`answer_decode`, re-exported here). Here: a context prefilled once and decoded many
+times (`Prepared`), and `graft_decode`. With `recompute` the chain's tokens are prefilled afresh instead of
+grafted: the control that proves the graft an exact cache and shows what it saves.
 """
 
 from __future__ import annotations

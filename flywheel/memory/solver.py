@@ -1,34 +1,20 @@
 """Answering with memory: exact hash -> canonical key -> similar example -> transfer -> base model.
 
-A verified problem is answered from its recall artifact (its own solution alone after BOS, so it is the
-nearest and only example): asked again in the same words (`hash`) or in other words or notation with the
-same mathematics (`key`: `problems/canonical.py`, a sound total parse: the same key means the same exact
-value). The matched problem's own question is asked after its graft, so the model copies its verified
-answer, and the verifier checks it against that gold. `verified: true` means exactly one thing: the
-answer is the catalog's verified answer to this same problem (same hash or same key); it carries the
-gold's provenance (`gold_source`: `computed`, or who gave it).
+A verified problem is answered from its recall artifact, asked again in the same words (`hash`) or with the
+same mathematics (`key`: `problems/canonical.py`, the same key means the same exact value): its own question
+is asked after its graft and the answer checked against its gold. `verified: true` means the answer is the
+catalog's verified answer to this same problem, carrying the gold's provenance (`gold_source`).
 
-For a text the key reader does not parse, the most similar verified problem with the same numbers in
-the same order (`similar`) is grafted as a worked example and the *asked* question is decoded after it:
-the answer is the model's, `verified` stays unknown (None), since similar words can be different
-mathematics ("9 mod 3" after "9 - 3"). Transfer grafts a prefix of the chain of solutions to problems of
-the same template (or topic) as worked examples (`policy.py`); the base model answers what memory cannot.
+`similar` grafts the most similar verified problem with the same numbers in the same order as a worked
+example and decodes the *asked* question (`verified` unknown: similar words can be other mathematics);
+`transfer` grafts a library chain prefix (`policy.py`). Both are inexact, so each answers for a (model,
+library) only where its gate is open (`catalog.gates`, opened by `eval transfer`'s evidence);
+`solve(gated=False)` walks every route. The base model answers what memory cannot.
 
-Transfer only where it pays: `similar` and `transfer` are inexact, so each answers for a (model, library)
-only where its gate is open (`catalog.gates`; similar: the library of the example it grafts, transfer: the
-library whose chain it grafts): `eval transfer` on held-out problems measured the route beating the base
-model there. No evidence: closed, and the base model answers. `solve(gated=False)` walks
-every route (what `eval transfer`'s `transfer` condition measures to record that evidence).
-
-Every answer is checked where it can be (`check_computed`, the walk's last step): when the text has a
-canonical key with a computable value, the answer is `verified` True or False against that value by the
-one judge of equality, the verifier (`Verifier.check_answer`: `+ 12`, `12.0` and `12` alike), never None;
-a wrong one carries `reason` "wrong: computed value is X, read as E", `computed` holds the value and
-`reading` the expression the key reader read (`canonical.reading`). A recall keeps its `gold_source`;
-another path verified by the computed value has `gold_source` `computed`.
-`routes` is the one order and `solve` the one walk of it; how each route is decoded is a plain strategy
-(`decode`: `Decodes` caps and memoizes and records the steps, for the service; `eval transfer`'s `system`
-condition records each as a spec), and every answer goes through `recall.answer_decode`.
+Every walk ends in `check_computed`: where the text has a computable canonical value, the answer is verified
+True or False against it by the verifier (`Verifier.check_answer`), a wrong one naming the value and its
+`reading`. `routes` is the one order, `solve` the one walk; how each route is decoded is a strategy
+(`decode`, e.g. `Decodes`), every answer going through `recall.answer_decode`.
 """
 
 from __future__ import annotations
@@ -84,10 +70,9 @@ class Answer:
 
 
 def by_policy(ans: Answer, policy: str = ANSWER_POLICIES[0]) -> Answer:
-    """The answer a caller gets under `policy` (`ANSWER_POLICIES`). `computed`: where the text's computed
-    value refuted the model's answer, the value is the answer (`path` `computed`, `verified` True,
-    `gold_source` `computed`) and the refuted answer is `model_answer`; `model`: `ans` as it is. Any other
-    answer is returned as it is under both."""
+    """The answer a caller gets under `policy` (`ANSWER_POLICIES`): under `computed`, an answer the computed
+    value refuted is replaced by the value (path `computed`, the refuted one as `model_answer`); else
+    `ans`."""
     if policy not in ANSWER_POLICIES:
         raise GalahadError(f"answer_policy must be one of {', '.join(ANSWER_POLICIES)}, not {str(policy)[:40]!r}")
     if policy == "model" or ans.verified is not False or ans.computed is None:
@@ -136,10 +121,8 @@ class Step:
 
 
 class Decodes:
-    """A walk's decode strategy (`Solver.solve(decode=Decodes(...))`), knowing nothing of its caller: each
-    route's decode at most `cap` tokens, read from `memo` where it holds it (`get(route) -> (decode, tier)`,
-    `put(route, r)`: the service's recall memo), every one recorded in `steps` for the caller to read after
-    the walk."""
+    """A walk's decode strategy (`Solver.solve(decode=Decodes(...))`): each route decoded at most `cap`
+    tokens, read from `memo` where it holds it (the service's recall memo), and recorded in `steps`."""
 
     def __init__(self, solver: Solver, cap: int | None = None, memo=None):
         self.solver, self.cap, self.memo = solver, cap, memo
@@ -295,12 +278,10 @@ class Solver:
     def solve(self, text: str, template: str | None = None, topic: str | None = None,
               policy: RetrievalPolicy | None = None, decode: Callable[[Route], Recalled] | None = None,
               gated: bool = True) -> Answer:
-        """The first route whose answer is accepted: a recalled one must verify against its gold; then the
-        answer is checked against the text's computed value where it has one (`check_computed`). `decode`
-        runs each route's graft -> decode (default `self.decode`): `eval transfer`'s `system` condition
-        passes one that runs it as a recorded spec, so it measures this very walk, route by route.
-        `gated=False`: similar and transfer answer wherever memory has them (`eval transfer`'s `transfer`
-        condition, the evidence for their gates)."""
+        """The first route whose answer is accepted (a recall must verify against its gold), then
+        `check_computed`. `decode` runs each route's graft -> decode (default `self.decode`; `eval transfer`'s
+        `system` condition records each as a spec). `gated=False`: similar and transfer answer wherever memory
+        has them."""
         t0 = time.perf_counter()
         decode = decode or self.decode
         for route in self.routes(text, template, topic, policy, gated):
@@ -322,9 +303,7 @@ class Solver:
 
     def check_computed(self, text: str, ans: Answer) -> Answer:
         """The last step of every walk: where `text` has a computed value, `ans` is verified True or False
-        against it by the verifier (`Verifier.check_answer`, the one judge of equality), never left None;
-        a wrong answer's `reason` names the value and its reading. A recall that agrees keeps its
-        `gold_source`; another answer that agrees is vouched for by the computation (`computed`)."""
+        against it by the verifier, never left None (see the module docstring); returns `ans`."""
         value = self.computed_value(text)
         if value is None:
             return ans

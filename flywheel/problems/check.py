@@ -1,14 +1,10 @@
 """Checking a batch of problems before anything learns from it: schema, duplicates, golds.
 
-`findings(lines, name)` reads a whole problem file and returns every finding (`galahad problems check`):
-a malformed line, a duplicate id, the same problem twice (same text hash or same canonical key) with
-golds that differ, and a gold that disagrees with the problem's computed value. `refuse_bad_golds`
-is what `galahad run --problems` and the service apply to a parsed batch: the first finding is a
-GalahadError naming its place, so a file with one wrong or conflicting gold is not started at all.
-`unchecked_golds` names the golds nothing here could check (no computable value): they are taken on their
-giver's word, and `problems check` and `run` say how many.
-Conflicts with problems already in the catalog are the intake's (`app/intake.py`): this module is
-torch-free and SQL-free.
+`findings(lines, name)` returns every finding of a problem file (`galahad problems check`): a malformed
+line, a duplicate id, the same problem (text hash or canonical key) with differing golds, a gold that
+disagrees with the computed value. `refuse_bad_golds` raises the first finding for `run --problems` and the
+service; `unchecked_golds` names the golds nothing here could check. Conflicts with the catalog are the
+intake's (`app/intake.py`): this module is torch-free and SQL-free.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Gold answers are checked, not trusted: computable golds, conflicting golds, and who gave a gold.
 
-A problem whose text has a canonical key (`canonical.py`) has a computable value: `check_gold` computes it
-exactly (bounded) and refuses a gold that disagrees, naming both values. A problem with no key cannot be
-computed here; its gold is recorded with who gave it (`gold_source`), and every answer recalled from it
-carries that provenance. Two golds for the same problem (the same text hash, or the same key) must agree:
-`same_gold` compares exact numbers as numbers (`0.5` = `1/2` = `\\frac{1}{2}`) and anything else as
-whitespace- and case-normalized text, so a conflict is never resolved silently by first-wins.
-
-Torch-free, SQL-free: callers (the intake in `intake.py`, `galahad problems check`) bring the catalog's rows.
+A text with a canonical key has a computable value: `check_gold` computes it exactly (bounded) and refuses a
+gold that disagrees, naming both. Any other gold is recorded with who gave it (`gold_source`), carried by
+every answer recalled from it. Two golds for one problem must agree: `same_gold` compares exact numbers as
+numbers (`0.5` = `1/2` = `\\frac{1}{2}`), anything else as normalized text. Torch-free, SQL-free.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Problems: the `Problem` record, its JSONL format with all-or-nothing validation, and seeded splits.
 
-A problem file is JSONL, one object per line with `problem` and `answer`; the rest defaults (`defaults`):
-`id` to the SHA-256 of the problem text (`problem_hash`: the catalog's id for it), `source` to the file's
-name (`api` for `POST /v1/problems`), `template` to the text's shape (numbers masked:
-`shape:<12 hex of shapes.shape_hash>`, so "same template, new numbers" holds) and `topic` to the source (one
-topic library per file). A given `topic` or `template` fills the other. A file with one bad line is refused
-whole, with the line number, so that a run never trains on half a set.
-
-Splits are by hash, not by shuffling a list, so they are stable: the same seed puts a problem on the
-same side whatever else is in the file and in whatever order.
+A problem file's lines need only `problem` and `answer`; `defaults` fills the rest (`id`: `problem_hash`;
+`source`: the file's name; `template`: the text's shape; `topic`: the source; docs/problems.md). A file with
+one bad line is refused whole, with the line number. Splits are by hash, so the same seed puts a problem on
+the same side whatever else is in the file and in whatever order.
 """
 
 from __future__ import annotations

@@ -36,12 +36,6 @@ def scoped_hash_id(h: str, scope: str = SHARED) -> str:
     return hashlib.sha256(f"galahad-scope\x00{check_scope(scope)}\x00{h}".encode()).hexdigest()
 
 
-def ids_for(text: str, scope: str = SHARED) -> list[str]:
-    """The ids `text` may have in what `scope` sees: its own, then shared's."""
-    own = scoped_id(text, scope)
-    return [own] if scope == SHARED else [own, problem_hash(text)]
-
-
 def library_scope(name: str) -> str:
     """The scope a library name belongs to: `<tenant>/...` a tenant's, anything else shared's."""
     head, sep, _ = name.partition("/")

@@ -1,25 +1,17 @@
 """What an answering replica does, without HTTP: solve, queue problems for the learner, read the catalog and
 the store. Plain class; the FastAPI routes (`app.py`) only translate.
 
-`solve` reads top to bottom: validate (text sizes, NUL characters, lone surrogates: 400; a gold against the
-computed value; a prompt over `ServiceConfig.max_prompt_tokens` or the context window: 413, before any
-forward), walk (`Solver.solve`, under the engine lock: its deterministic runtime pins process-wide torch
-settings; a recall already decoded, by this replica or where its artifact was deposited, is read back instead
-of decoded: `recall_memo.py`, unless the request asks for the model's own decode), choices, verdict, learn, render
-(one `api.SolveResult`); each step adds its stage to the request's `Server-Timing` (`request.py`). `verified`
-is memory's word (the catalog's verified answer to this same problem) or the verifier's check of the answer
-against the text's computed value (`Solver.check_computed`); a caller's gold only sets `matches_gold`. Where
-the computed value refutes the model's answer, the caller gets the value (`path: computed`, verified, the
-model's answer as `model_answer`) unless the request or server says `answer_policy: model` (`by_policy`).
-A failed problem asked again is tried again (`queue`: `catalog.queue.retry`, with backoff).
-Problems reach the learner only through `app.intake.admit` (golds checked, conflicts refused: 409, each
-recorded with who gave it); a computable text memory did not verify is learned from use, its computed value
-its gold (`gold_source: computed`, `queued: true`).
+`solve` reads top to bottom: validate (text sizes and characters: 400; a gold against the computed value; a
+prompt over `max_prompt_tokens` or the context window: 413, before any forward), walk (`Solver.solve` under
+the engine lock, a recall already decoded read back: `recall_memo.py`), choices, verdict, learn, render (one
+`api.SolveResult`), each step adding its stage to `Server-Timing` (`request.py`). `verified` is memory's word
+or the verifier's check against the computed value; a caller's gold only sets `matches_gold`; `by_policy`
+applies the answer policy. Problems reach the learner only through `app.intake.admit`; a computable text
+memory did not verify is learned from use (`gold_source: computed`); a failed one asked again is retried.
 
-`Decoding` is how a caller asks the answer decoded (the OpenAI routes; `/v1/solve` asks the defaults): a
-cap on every decode, `n` answers sampled from the answering route's context (seed + i), per-token
-log-probabilities (`scoring.py`) and stop strings. An answer that ran out of tokens, or that a stop string
-cut, is never `verified: true`.
+`Decoding` is how a caller asks the answer decoded (the OpenAI routes; `/v1/solve` asks the defaults): a cap,
+`n` sampled answers (seed + i), log-probabilities (`scoring.py`), stop strings. An answer that ran out of
+tokens, or that a stop string cut, is never `verified: true`.
 """
 
 from __future__ import annotations

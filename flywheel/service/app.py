@@ -1,26 +1,16 @@
 """The HTTP API: FastAPI routes (thin: parse, call `Answering`, translate errors) on a Ray Serve ingress.
 
-Every answer is JSON; every error our app produces is `{"error": "..."}` with a 4xx/5xx status and never a
-traceback (an exception that escapes everything else is a JSON 500 too). The `guard` middleware applies the
-token rule (`security.py`), the body-size limit and the per-endpoint metrics. Each replica is its own
-process: `GalahadApi.__init__` loads the engine once and registers the replica in the module global
-`_REPLICA` (`register_replica`), which the middleware reads.
+Every answer is JSON; every error our app produces is `{"error": "..."}` with a 4xx/5xx status, never a
+traceback. The `guard` middleware applies the token rule (`security.py`), the body-size limit and the
+per-endpoint metrics. Each replica is its own process: `GalahadApi.__init__` loads the engine once and
+registers the replica in `_REPLICA` (`register_replica`), which the middleware reads.
 
-No request stops the service: solves run in the threadpool (the engine lock is taken there), every other
-route is either `async` and instant (`/healthz`) or a plain `def` that Starlette runs in the threadpool, the
-threadpool has a thread for every request Serve may send a replica (`max_ongoing_requests`), and a replica
-admits at most `max_queued_solves` solves at once (503 with Retry-After beyond), so reads and `/healthz`
-always have slots while the engine is busy. `/readyz` and `/metrics` report the learner's supervisor.
-
-Failures outside our app are answered by Serve's proxy, in plain text by Serve itself (a replica that dies
-mid-request: uvicorn's `500 Internal Server Error`; no replica ready or the queue full: `503` and Serve's
-message; a path before the app is deployed: `404`). On the local cluster `galahad serve` starts, the proxy
-runs `proxy_errors.JsonErrors`, which turns each into `{"error": ...}` with the same status; on a cluster
-joined with `--address` they stay plain text. `Client` turns any non-JSON error body into a `ServiceError`.
-
-The OpenAI-compatible routes (`openai_routes.py`, mixed into `GalahadApi`) answer through the same
-`GalahadApi.answer`; on their paths every error our app produces is OpenAI's `{"error": {"message", "type",
-"code"}}` (`openai_protocol.error_body`), and a full solve queue is 429 instead of 503.
+No request stops the service: solves run in the threadpool (the engine lock is taken there), which has a
+thread for every request Serve may send a replica, and a replica admits at most `max_queued_solves` solves
+(503 with Retry-After beyond), so reads and `/healthz` always have slots. Errors Serve's proxy answers itself
+are rewritten to JSON by `proxy_errors.JsonErrors` on the local cluster. The OpenAI-compatible routes
+(`openai_routes.py`) answer through the same `GalahadApi.answer`, with OpenAI's error body
+(`openai_protocol.error_body`) and 429 for a full solve queue. Details: docs/service.md.
 """
 
 import json

@@ -1,20 +1,11 @@
 """Every socket `galahad serve` listens on stays on loopback when it serves on loopback.
 
-What Ray 2.60 starts, seen with `ss -ltnp` while `galahad serve --host 127.0.0.1` runs on a local cluster:
-the GCS, the raylet, the dashboard agent, the runtime-env agent, the autoscaler monitor and every core
-worker bind the node's address, which `cluster.prepare` keeps at 127.0.0.1
-(`RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`); Serve's HTTP proxy binds `http_options.host` (our `--host`); Serve's
-gRPC proxy is not started (no `grpc_options` servicers). One socket did not follow: each Serve replica
-starts an inter-deployment gRPC server on `[::]:0`, every interface, hard-coded in
-`ray.serve._private.replica.Replica._on_initialized` with no option or env to change it. Nothing here
-uses it (with `RAY_SERVE_USE_GRPC_BY_DEFAULT` off, its default, the proxy and handles reach replicas by Ray
-actor calls), but it listens, behind Ray's token interceptor.
-
-`bind_replica_grpc_to(host)` rewrites that bind, in this replica's process, to `host`: 127.0.0.1 when the
-service serves on loopback, else the node's own address (the one Serve advertises for that port), never
-every interface. It must run in the replica before Serve starts that server: `GalahadApi.__init__` calls it
-(Serve runs `__init__`, then `_on_initialized`). It wraps the one function `_on_initialized` calls by its
-module-global name.
+Ray's processes bind the node's address (kept at 127.0.0.1 by `cluster.prepare`) and Serve's HTTP proxy
+binds `--host`, but each Serve replica starts an inter-deployment gRPC server on `[::]:0`, every interface,
+hard-coded in `ray.serve._private.replica.Replica._on_initialized`. Nothing here uses it, yet it listens.
+`bind_replica_grpc_to(host)` rewrites that bind, in this replica's process, to `host` (127.0.0.1 on
+loopback, else the node's own address), never every interface. `GalahadApi.__init__` calls it before Serve
+starts that server; it wraps the one function `_on_initialized` calls by its module-global name.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The Python client: `Client(url, token=None)` with solve, submit, problem, stats, find, artifact and blob.
 
-Standard library only (urllib), so an agent's script needs nothing but this package. A server error
-becomes a `ServiceError` carrying the HTTP status and the server's one-line `error`; an error body that is
-not our JSON (Ray Serve's plain-text `Internal Server Error` when a replica dies, a proxy's HTML page, an
-empty body) becomes one too, with its first 300 characters on one line (or the HTTP reason). A connection
-that drops mid-answer, or a success body that is not JSON, is a `GalahadError`. The bearer token is sent
-only to the server's own scheme, host and port: a redirect elsewhere is followed without it.
+Standard library only (urllib). A server error, our JSON or not (Ray Serve's plain text, a proxy's HTML, an
+empty body), becomes a `ServiceError` with the HTTP status and one line of the body; a connection dropped
+mid-answer, or a success body that is not JSON, is a `GalahadError`. The bearer token is sent only to the
+server's own scheme, host and port: a redirect elsewhere is followed without it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The service page's figures (`/ui` and its JSON, `/ui/data`).
 
-`collect` reads every number the page shows that `/metrics` also has from the replica's own metrics
-registry, the very collectors `/metrics` renders (`metrics.py`), so a figure on the page is the figure
-`/metrics` shows at that moment, keyed by its Prometheus sample (`name` or `name{label="v",...}`, as the
-text format prints it). What `/metrics` has no sample for comes from the same sources it reads: history
-from the catalog (`catalog.activity`: verified problems over time, attempts per second, the latest verified
-problems, one row each), the learner's supervisor (`learner_state`: state, last error) and, with tenants,
-each tenant's usage (`catalog.tenants.ls`).
+`collect` reads every figure `/metrics` also has from the replica's own registry (the very collectors
+`/metrics` renders), keyed by its Prometheus sample as the text format prints it, so the page and
+`/metrics` agree. The rest comes from the same sources: history from `catalog.activity`, the learner's
+supervisor (`learner_state`) and, with tenants, each tenant's usage (`catalog.tenants.ls`).
 """
 
 from __future__ import annotations

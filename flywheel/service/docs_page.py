@@ -1,11 +1,9 @@
 """`/docs` offline: the Swagger UI page with its assets served by Galahad itself, never from a CDN.
 
-FastAPI's own `/docs` loads Swagger UI's script, stylesheet and favicon from jsDelivr and fastapi.tiangolo.com,
-so on a machine without internet it is a blank page. The assets here come from the pinned PyPI package
-`swagger-ui-bundle-v2` (Swagger UI 5.x, which reads the OpenAPI 3.1 FastAPI writes; the package's module is
+FastAPI's own `/docs` and `/redoc` load their assets from CDNs (a blank page without internet) and are
+switched off in `app.py`. Here the assets come from the pinned package `swagger-ui-bundle-v2` (module
 `swagger_ui_bundle`): `/docs/assets/{name}` serves exactly the files in `ASSETS`, and the page links only
-those and `/openapi.json`. FastAPI's own `/docs` and `/redoc` (also a CDN page) are switched off in `app.py`.
-The routes follow the token rule like every other (`security.py`).
+those and `/openapi.json`. The routes follow the token rule like every other.
 """
 
 from pathlib import Path

@@ -1,20 +1,13 @@
 """The learner behind the service: the learning job run continuously, beside the answering replicas.
 
-`start_learner` (plain) takes the data dir's run lock when the catalog is the embedded one, opens the
-catalog and store, and starts the same `LearningJob` that `galahad run` starts (`flywheel/app/job.py`).
-The job keeps draining the queue; between drains it polls for newly queued problems (from `/v1/solve`
-with a gold answer or `/v1/problems`). It resumes after a kill exactly as `galahad run` does: the catalog
-is the queue. `LearnerActor` only places it on the Ray cluster, where its generator and depositor actors
-start.
+`start_learner` takes the data dir's run lock when the catalog is the embedded one and starts the same
+`LearningJob` as `galahad run`, which keeps draining the queue and polls for newly queued problems between
+drains; after a kill it resumes from the catalog. `LearnerActor` only places it on the Ray cluster.
 
-`LearnerSupervisor` keeps one `LearnerActor` running: when it dies (its process killed, an error out of the
-job such as an OperationalError), the supervisor kills what is left of it (its process, so its run lock and
-its workers go with it), waits a backoff (1 s, doubling to 30 s; reset after a learner that ran a minute)
-and starts a new one, whose `__init__` reacquires the run lock (waiting for the dead one's to be dropped)
-and whose first drain resumes from the catalog. Its `state()` (running / starting / restarting with the
-last error's one line / stopped, the restart count, the learner's pid) is what `/readyz` and `/metrics`
-report; the replicas hold its handle. Its `batches()` hands on the learner's batch records (one per drain
-that learned something: `LearningJob.batches`), which `serve` prints one line each (`batch_line`).
+`LearnerSupervisor` keeps one `LearnerActor` running: when it dies, it kills what is left of it (so its run
+lock and workers go too), waits a backoff (1 s doubling to 30 s; reset after a minute's run) and starts a new
+one. Its `state()` is what `/readyz` and `/metrics` report; its `batches()` hands on the learner's batch
+records, which `serve` prints one line each (`batch_line`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""Prometheus metrics, every collector of the service: requests per endpoint, request latency per route and
-answer path (`galahad_request_seconds{route, path}`), streamed answers' time to first token
-(`galahad_time_to_first_token_seconds{route, path}`), answers and solve latency per answer path (answers per
-route and path are `galahad_request_seconds_count{route, path}`), solves in flight, the learner's figures
-(queue depth, attempts, verified, deposited, `galahad_problems_failed_total`, artifact bytes) read from the
-catalog at scrape time, the learner's health (`galahad_learner_up`, `galahad_learner_restarts_total`) read
-from its supervisor at scrape time (absent when the service runs without a learner), and this replica's
-store (`StoreFigures`): `galahad_store_bytes{tier}` and its RAM tier's capacity, entries, hits and misses.
-One metric per figure.
+"""Prometheus metrics, every collector of the service, one metric per figure: requests per endpoint, latency
+and time to first token per route and answer path, solves in flight, the learner's figures read from the
+catalog and its health read from its supervisor at scrape time, and this replica's store (`StoreFigures`).
 
-Each replica keeps its own registry (a scrape through Serve's proxy reaches one replica): the request,
-answer and latency figures are that replica's, the catalog and learner figures are global (one catalog, one
-learner). With tenants, requests are also counted per tenant (`galahad_tenant_requests_total{tenant,
-endpoint, status}`); a tenant's own `/metrics` (`render_tenant`) shows only its counts and its view's
-catalog figures.
+Each replica keeps its own registry (a scrape through Serve's proxy reaches one replica): request figures
+are that replica's, catalog and learner figures global. With tenants, requests are also counted per tenant;
+a tenant's own `/metrics` (`render_tenant`) shows only its counts and its view's catalog figures. The metric
+names: docs/service.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """OpenAI's protocol over Galahad's one answering path, without HTTP: requests in, problems and how to decode
-them out; answers in, `chat.completion` / `text_completion` bodies, their server-sent-event chunks, the
-response headers, the model list and OpenAI's error body out. Plain functions (answers: `api.SolveResult`): the routes
-(`openai_routes.py`) only call them, and tests call them alone.
+them out; answers (`api.SolveResult`) in, `chat.completion` / `text_completion` bodies, their
+server-sent-event chunks, the response headers, the model list and OpenAI's error body out. Plain functions:
+the routes (`openai_routes.py`) only call them, and tests call them alone.
 
-A request names the served model and carries one problem: a chat's last `user` message (earlier messages and
-system/developer messages are accepted and ignored for routing), a completion's `prompt` (one string).
-`metadata.gold` is the caller's gold answer, learned exactly as `/v1/solve`'s `gold`; `metadata.answer_policy`
-and `metadata.model_decode` ("true": a hit grafted and decoded now, not read back) are `/v1/solve`'s fields.
-Every parameter of OpenAI's two requests is either honoured, accepted and ignored, or refused (400, one whole sentence naming
-it), by the tables below (`CHAT`, `TEXT`; docs/service.md lists them); a parameter this module does not know
-is refused. Honoured: `max_tokens` / `max_completion_tokens` (a cap on the tokens decoded, any value >= 1:
-`finish_reason: "length"` when the decode ran out), `n` (1 to `MAX_N`: n answers sampled with the engine's
-seeded sampler at `temperature`, seeds `seed` .. `seed + n - 1`; one answer is memory's, or the model's
-greedy one), `stop`, `logprobs` / `top_logprobs`, `stream` / `stream_options`. A parameter sent as `null`
-counts as not sent.
-
-Status codes: 422 for a body that is not a request of this shape (a missing, mistyped or out-of-range
-field), 400 for a request this service refuses, 404 for another model, 413 over the size limits, 409 for a
-gold that conflicts with memory's verified answer, 429 when the replica's solve queue is full, 401 for a
-missing or wrong token.
-"""
+A request carries one problem: a chat's last `user` message or a completion's `prompt`. `metadata.gold`,
+`metadata.answer_policy` and `metadata.model_decode` are `/v1/solve`'s fields. Every parameter of OpenAI's two
+requests is honoured, accepted and ignored, or refused (400, naming it) by the tables below (`CHAT`, `TEXT`;
+docs/service.md lists them); an unknown one is refused; `null` counts as not sent. Status codes: 422 for a
+body not of this shape, 400 refused, 404 another model, 413 over the size limits, 409 a gold that conflicts
+with memory, 429 a full solve queue, 401 a missing or wrong token."""
 
 from __future__ import annotations
 

@@ -1,13 +1,10 @@
 """The OpenAI-compatible routes (`/v1/chat/completions`, `/v1/completions`, `/v1/models`), thin: read the body,
-let `openai_protocol` parse it, answer through the replica's one answering path (`GalahadApi.answer`: the same
-admission, `Answering.solve`, gold rules and metrics as `/v1/solve`), let `openai_protocol` shape the reply.
+let `openai_protocol` parse it, answer through `GalahadApi.answer` (the same path as `/v1/solve`), let
+`openai_protocol` shape the reply. `OpenAIRoutes` is mixed into `app.GalahadApi` and needs `model_id`,
+`answering`, `metrics`, `read_json(request)` and `answer(problem, gold, endpoint)` from it.
 
-`OpenAIRoutes` is mixed into `app.GalahadApi`; Serve's ingress binds inherited route methods to the replica.
-It needs from the replica: `model_id`, `answering`, `metrics`, `read_json(request)` and `answer(problem, gold,
-endpoint)`.
-A streamed answer is computed before the first byte is sent, so every refusal is a real HTTP status with an
-OpenAI error body, never an error inside a stream, and every answer carries memory's verdict in its headers
-(`X-Galahad-Verified`: true | false | unverified; `X-Galahad-Path`) as well as in its `galahad` object.
+A streamed answer is computed before the first byte is sent, so every refusal is a real HTTP status, and
+every answer carries memory's verdict in its headers (`X-Galahad-Verified`, `X-Galahad-Path`) too.
 """
 
 import time

@@ -1,20 +1,12 @@
 """Ray Serve's own error responses as our JSON errors: a middleware in Serve's HTTP proxy process.
 
-Our app answers every error as `{"error": "..."}` (`app.py`), but some responses never reach it. Ray Serve's
-proxy answers them itself, in plain text: a replica that dies mid-request (the proxy sends nothing and
-uvicorn answers `500 Internal Server Error`), no replica ready or the proxy's queue full (`503` and Serve's
-message), a path before the app is deployed (`404 Path '/x' not found ...`), a request timeout (`408`).
-
-Serve 2.60 applies the Starlette middlewares that `RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH` (a
-`module:function` read by the proxy process at start) returns around its whole ASGI app. `galahad serve`
-sets it (`CALLBACK`, unless already set) before it starts a local cluster, whose processes inherit the
-environment; a cluster joined with `--address` keeps its own proxy, whose errors stay Serve's plain text
-(the `Client` turns those into a `ServiceError` with the status too).
-
-`JsonErrors` rewrites a response of status >= 400 whose content type is not JSON into
-`{"error": "<its text, one line>"}` (our app answers no error that way but one: the page's sign-in form, a
-text/html 401 or 403 marked with `PAGE_HEADER`, `ui.py`, passes through), and answers a request the proxy
-ended without any response with a JSON 500. Everything else passes through untouched, streamed.
+Some responses never reach our app: Serve's proxy answers them in plain text (a replica dying mid-request:
+500; no replica ready or the queue full: 503; a path before the app is deployed: 404; a timeout: 408). Serve
+2.60 wraps its ASGI app in the middlewares that `RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH` returns;
+`galahad serve` sets it (`CALLBACK`) before starting a local cluster (a cluster joined with `--address`
+keeps Serve's plain text). `JsonErrors` rewrites a non-JSON response of status >= 400 into `{"error": "<its
+text, one line>"}` (except the page's sign-in form, marked with `PAGE_HEADER`) and answers a request the
+proxy ended without a response with a JSON 500; everything else passes through, streamed.
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
 """A replica's recall decodes already computed: kept in this process, and stored in the catalog.
 
-A recall (the `hash` and `key` routes: a verified problem's own artifact grafted, its own question asked
-again, greedy) is a fixed function of what it reads: the chain ending at the route's tail (artifacts are
-named by the hash of their bytes), the question decoded after it, the prompt format and the decode cap, on
-an engine with given (model, runtime) fingerprints: the same inputs give the same bits, which is what every
-exactness test of the project asserts. So a recall's `Recalled` is read back instead of grafting and
-decoding again, from two tiers:
-
-- `memo`: this replica's last `ServiceConfig.recall_memo` decodes (LRU; 0 turns the tier off);
-- `stored`: the catalog's (`catalog.recall_answers`), written by the depositor when it deposited the recall
-  artifact and by any replica that had to decode one (write-through), so the first hit after a restart, on
-  any replica, is one primary-key read.
-
-What is not kept: the catalog lookup and the verification against the gold (each request still walks the
-routes and checks the answer: a gold revoked or an artifact replaced changes the route, hence the key), the
-base model's and the inexact routes' answers, and sampled answers. A request that asks for the model's own
-decode (`Decoding.model_decode`) walks without this. Used under the replica's engine lock (`Answering.solve`).
+A recall (the `hash` and `key` routes) is a fixed function of the chain it grafts (named by hashes), the
+question, the prompt format and the cap under given (model, runtime) fingerprints, so its `Recalled` is read
+back instead of decoded again, from `memo` (this replica's last `ServiceConfig.recall_memo` decodes, LRU; 0:
+off) or `stored` (`catalog.recall_answers`, written by the depositor and, write-through, by any replica that
+decoded one). Not kept: the lookup and the check against the gold (every request walks the routes), the base
+and inexact routes' answers, sampled answers. `Decoding.model_decode` bypasses it. Used under the replica's
+engine lock.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """The one per-request context: who calls, the route, the answer path, and where the time went.
 
-`app.guard` calls `begin()` once per request. The route runs in a copy of the middleware's context, so the
-`Request` itself is shared: what the route sets on it (`Metrics.answer`: the path; `add_stage`: stages) the
-middleware reads after it, and `current_caller()` reads its caller. Functions, not the ContextVar, are the
-interface: Serve pickles the deployment class by value, and a function is pickled by reference. Outside a
-request (`current()` None) nothing is recorded.
-
-Stages are seconds sent back as the `Server-Timing` header (`server_timing`: milliseconds, the W3C syntax
-`check;dur=0.4, walk;dur=1.9, ...`); a few `perf_counter` calls a request, always on. A solve's
-(`Answering.solve`), in order: `check` (input and prompt-length checks), `wait` (the engine lock), per route
-decoded `memo` (a recall read from the replica's memo) or `graft` (the chain's load, hash-checked, and
-restore; the base route: the kept prefix's copy), `forward` (to the first token's logits) and `decode`;
-`walk` (the rest of `Solver.solve`: lookup, verifier, computed-value check), `choices`, `queue` (handing a
-problem to the learner), `solve` (the whole); the middleware adds `identify` and `replica` (the request from
-its entry to its response: JSON parsing, the threadpool hop and the reply's serialization included).
+`app.guard` calls `begin()` once per request; the route runs in a copy of its context, so the `Request` is
+shared: what the route sets (`Metrics.answer`: the path; `add_stage`: stages) the middleware reads after it,
+and `current_caller()` reads its caller. Functions, not the ContextVar, are the interface: Serve pickles the
+deployment class by value, and a function is pickled by reference. Outside a request nothing is recorded.
+Stages go back as the `Server-Timing` header (`server_timing`, milliseconds); the stage names are listed in
+docs/operations.md.
 """
 
 from __future__ import annotations

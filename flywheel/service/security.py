@@ -1,12 +1,9 @@
 """The token rule: loopback binds may run open; any other bind needs `GALAHAD_API_TOKEN`, which then every
 endpoint except `/healthz` requires as `Authorization: Bearer <token>`.
 
-With tenants (`galahad tenants add`, `catalog.tenants`): once any tenant exists (revoked ones count), every
-endpoint but `/healthz` requires a bearer token, whether or not an admin token is set: a tenant's
-(`gt-<name>.<secret>`: the name picks the row, the secret's salted SHA-256 is compared with the stored one
-in constant time; a revoked tenant's is refused) or the admin's `GALAHAD_API_TOKEN`. `identify` says who
-calls (`Caller`): the admin (every scope: the single-user service's view; admin routes) or one tenant (its
-memory scope and shared's). With no tenant, `identify` is the token rule above.
+Once any tenant exists (revoked ones count), every endpoint but `/healthz` requires a bearer token: a
+tenant's (`gt-<name>.<secret>`, the secret's salted SHA-256 compared in constant time) or the admin's.
+`identify` says who calls (`Caller`): the admin (every scope) or one tenant (its scope and shared's).
 """
 
 from __future__ import annotations

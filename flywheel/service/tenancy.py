@@ -1,23 +1,15 @@
 """Tenants at the service: one memory scope per caller, and quotas (`security.identify` says who calls).
 
-`TenantAnswering` is `Answering` as one tenant sees it: its solver is a `Solver` over the tenant's
-`catalog.scopes.ScopedCatalog` (hash, key, similar and transfer read the tenant's memory and shared's only),
-the problems it submits or teaches (`POST /v1/problems`, a gold on a solve, learning from use) go into its
-scope, and every read (`/v1/problems/{id}`, `/v1/artifacts/{id}` and its blob, `/v1/catalog/find`,
-`/v1/catalog/stats`) sees its scope and shared's only: another scope's ids are not found (404, exactly as
-an id that does not exist). The admin (and the single-user service) keeps `Answering` itself: every row.
+`TenantAnswering` is `Answering` as one tenant sees it: its `Solver` reads a `catalog.scopes.ScopedCatalog`
+(the tenant's memory and shared's), what it submits or teaches goes into its scope, and every read sees its
+scope and shared's only (another scope's ids are 404, like ids that do not exist). The admin (and the
+single-user service) keeps `Answering` itself.
 
-Quotas, per tenant (`galahad tenants add --rpm --queue --store-bytes`; None: unlimited), refused with HTTP
-429 and Retry-After (OpenAI's error body on the OpenAI routes):
-- `rpm`: requests per minute, a sliding 60-second window kept by each replica (with R replicas a tenant
-  may get up to R x rpm); a refused request does not count;
-- `queue`: problems of its scope waiting to be learned (pending or claimed): a submit or a gold that would
-  go past it is refused before anything is written or decoded; learning from use (a computed value queued
-  as the gold) stops quietly there (the answer is still given);
-- `store_bytes`: artifact bytes of its scope: at or past it, nothing new is queued for learning (the
-  learner's deposits of problems already queued still land).
-The queue and store checks read the catalog just before the write, outside its transaction: two submits
-at the same moment may both pass (overshoot by at most one batch each).
+Quotas (`galahad tenants add --rpm --queue --store-bytes`; None: unlimited) are refused with 429 and
+Retry-After: `rpm` per replica over a sliding minute (a refused request does not count); `queue` (its
+pending or claimed problems; learning from use stops quietly there); `store_bytes` (at or past it nothing new
+is queued). The queue and store checks read the catalog just before the write, outside its transaction, so
+two concurrent submits may overshoot by a batch each.
 """
 
 from __future__ import annotations

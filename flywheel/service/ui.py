@@ -1,20 +1,12 @@
 """The service's page: `/` (a redirect to `/ui`), `/ui` (HTML, `ui_page.py`), `/ui/data` (the same figures as
 JSON, `dashboard.collect`), and how a browser signs in to them.
 
-The token rule is every endpoint's (`security.py`, applied by `app.guard`): an open loopback server shows
-the page to anyone; with `GALAHAD_API_TOKEN` set (or tenants) it needs the admin's token (a tenant's gets
-403: the page shows the whole service). A script sends `Authorization: Bearer <token>`. A browser signs
-in: the 401 or 403 it gets on `/` or `/ui` (asked for as text/html) is a form that POSTs the token to
-`/ui/login`, which keeps it in a cookie (`galahad_token`: HttpOnly, SameSite=Strict, Secure over https)
-and redirects to `/ui`; `/ui/logout` clears it. The cookie counts only on GET and HEAD of `/`, `/ui` and
-`/ui/data` (`sign_in` copies it into the Authorization header there and nowhere else), so it can read the
-page and nothing more: it never submits, solves or promotes. `/ui/login` and `/ui/logout` grant nothing
-(they only set or clear the cookie; the token is checked by the guard on the next request) and refuse a
-cross-site POST.
-
-`UiRoutes` is mixed into `app.GalahadApi` like `OpenAIRoutes`; it needs `metrics`, `answering`,
-`learner_state()`, `tenants_exist`, `model_id` and `config` from the replica.
-"""
+The token rule is every endpoint's (`security.py`); with a token set the page needs the admin's (a tenant's
+gets 403). A browser's 401 or 403 on `/` or `/ui` is a form that POSTs the token to `/ui/login`, which keeps
+it in a cookie (`galahad_token`: HttpOnly, SameSite=Strict, Secure over https); `/ui/logout` clears it. The
+cookie counts only on GET and HEAD of `/`, `/ui` and `/ui/data` (`sign_in`), so it reads the page and nothing
+more; login and logout grant nothing and refuse a cross-site POST. `UiRoutes` is mixed into `app.GalahadApi`;
+it needs `metrics`, `answering`, `learner_state()`, `tenants_exist`, `model_id` and `config`."""
 
 import re
 from urllib.parse import parse_qs, urlsplit

@@ -1,10 +1,9 @@
 """The service page's HTML (`/ui`) and its sign-in form, server-rendered from `dashboard.collect`'s figures.
 
-No script and nothing fetched: the charts are inline SVG drawn here, the one stylesheet is inline and
-allowed by its SHA-256 in the Content-Security-Policy (`HEADERS`: nothing else may load, the page may not
-be framed), the favicon is an empty data URL, and the page reloads itself with a meta refresh. Every text
-from the catalog is HTML-escaped. Each figure `/metrics` also shows carries its sample's key and exact
-value (`data-metric`, `data-value`): what the headless-browser test compares with `/metrics`.
+No script and nothing fetched: inline SVG charts, one inline stylesheet allowed by its SHA-256 in the
+Content-Security-Policy (`HEADERS`), an empty data-URL favicon, a meta refresh. Catalog text is HTML-escaped.
+Each figure `/metrics` also shows carries its sample's key and value (`data-metric`, `data-value`) for the
+headless-browser test.
 """
 
 from __future__ import annotations

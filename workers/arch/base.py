@@ -1,19 +1,11 @@
 """The architecture adapter's base: what one family's KV cache holds per layer and how positions enter it.
 
-An adapter states, from a model's config alone, for every decoder layer:
-- its KV kind: `full` (every position kept) or `sliding:W` (transformers' `DynamicSlidingWindowLayer`:
-  the last W - 1 positions kept, masked by distance < W);
-- its RoPE table (`rope`): the name of the inverse-frequency table the layer's keys were rotated with,
-  or None for a layer without positional rotation (SmolLM3's NoPE layers); partial rotary is read from
-  the table's length (2 x len(inv_freq) rotated dims, the rest passed through, as Phi-3 does).
-Plus the model-wide facts the engine needs: grouped KV heads, head size, final logit soft-capping, the
-context window (capped where a RoPE variant recomputes its frequencies from the sequence length), the
-MLP activation (which the invariant kernel mode must cover).
-
-Everything that touches KV layout (graft, re-rotation, batched decoding, sliding-window trimming, both
-kernel modes, `model_loader`) reads these, never `config.sliding_window` or a family's class names.
-`check_model` holds the statement to the cache transformers itself builds for the config, so an adapter
-that disagrees with the model it loads is refused at load rather than grafting the wrong positions.
+An adapter states, from a model's config alone, each decoder layer's KV kind (`full`, or `sliding:W`: the
+last W - 1 positions kept) and RoPE table (`rope`, None for a NoPE layer; partial rotary is read from the
+table's length), plus the model-wide facts the engine needs: KV heads, head size, final soft-capping, the
+context window, the MLP activation. Everything that touches KV layout reads these, never
+`config.sliding_window` or a family's class names; `check_model` holds the statement to the cache
+transformers builds, so an adapter that disagrees with its model is refused at load.
 """
 
 from __future__ import annotations
