@@ -97,7 +97,7 @@ class SamplingConfig:
     sampler: str = "batched"  # workers/sampler.py: "batched" (one forward per step for all rows) or "sequential"
     batch_rows: int = 32  # the batched sampler's most live rows (a generator call's samples share them)
     # what the generators compute in (`workers.runtime.GeneratorRuntime`): "auto" (the kernel mode and dtype that
-    # measured fastest on this CPU: `workers.sampler_choice`), "float32", "bfloat16" or "int8"; deposits and grafts are
+    # measured fastest on this CPU: `workers.sampler_choice`), "float32" or "bfloat16"; deposits and grafts are
     # always the exact engine's
     dtype: str = "auto"
 

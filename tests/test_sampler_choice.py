@@ -12,7 +12,6 @@ import sys
 
 import pytest
 
-from galahad.kernels.int8 import int8_available
 from galahad.kernels.modes import MODE_ENV, mode_class
 from galahad.workers import sampler_choice
 from galahad.workers.runtime import DEFAULT_RUNTIME, GeneratorRuntime, native_bf16
@@ -23,7 +22,6 @@ def test_the_candidates_are_what_this_cpu_runs():
     assert pairs[0] == ("stock", "float32")
     assert (("codes", "float32") in pairs) == (mode_class("codes").unavailable("cpu") is None)
     assert (("stock", "bfloat16") in pairs) == native_bf16()
-    assert (("stock", "int8") in pairs) == int8_available()
 
 
 def test_a_generator_runs_the_chosen_mode_while_the_job_keeps_its_own():

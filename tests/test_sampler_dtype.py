@@ -3,17 +3,15 @@ promised where KV is deposited or grafted, and sampled text is verified text). W
 (its fingerprint, over the weights as loaded) is the depositor's; the runtime fingerprint says bfloat16, and a
 default fp32 runtime's fingerprint is what it was before the field existed; a bf16 generator samples the same
 text for the same seeds in any engine; bf16 runs only under the stock kernels; `auto` picks it only where the CPU
-computes bf16 natively. The same holds for int8 linears (`kernels/int8.py`)."""
+computes bf16 natively."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-import torch
 
 from galahad.flywheel.errors import GalahadError
-from galahad.kernels.int8 import is_int8
 from galahad.workers.engine import Engine
 from galahad.workers.generator import Generator
 from galahad.workers.model_loader import load_model
@@ -27,7 +25,6 @@ from galahad.workers.runtime import (
 from galahad.workers.sampling import SamplingConfig
 
 BF16 = GeneratorRuntime(compute_dtype="bfloat16").apply(DEFAULT_RUNTIME)
-INT8 = GeneratorRuntime(compute_dtype="int8").apply(DEFAULT_RUNTIME)
 FP32 = GeneratorRuntime(compute_dtype="float32").apply(DEFAULT_RUNTIME)
 PROBLEM = {"id": "p" * 64, "text": "What is 17 + 25?"}
 
@@ -57,25 +54,12 @@ def test_bf16_is_the_same_model_and_refused_outside_the_stock_kernels(model_cach
             Engine(load_model("tiny", Path(model_cache), bad), bad)
 
 
-def test_int8_linears_are_the_same_model_and_refused_outside_the_stock_kernels(model_cache):
-    fp32 = Engine(load_model("tiny", Path(model_cache), FP32), FP32)
-    int8 = Engine(load_model("tiny", Path(model_cache), INT8), INT8)
-    assert fp32.model_fingerprint == int8.model_fingerprint  # fingerprinted as loaded, quantized after
-    assert runtime_facts(INT8)["config"]["compute_dtype"] == "int8"
-    assert fp32.runtime_fingerprint != int8.runtime_fingerprint
-    assert is_int8(int8.model.lm_head) and not is_int8(fp32.model.lm_head)
-    assert all(not isinstance(m, torch.nn.Linear) or is_int8(m) for m in int8.model.modules())
-    with pytest.raises(GalahadError, match="compute dtype"):
-        Engine(load_model("tiny", Path(model_cache), INT8.with_(kernel_mode="codes")), INT8.with_(kernel_mode="codes"))
-
-
-@pytest.mark.parametrize("runtime", [BF16, INT8], ids=["bfloat16", "int8"])
-def test_a_generator_in_another_dtype_samples_the_same_text_for_the_same_seeds(model_cache, runtime):
+def test_a_bf16_generator_samples_the_same_text_for_the_same_seeds(model_cache):
     cfg = SamplingConfig(k=6, max_tokens=8, seed=9, sampler="batched")
-    first = [r.output_text for r in Generator("tiny", model_cache, runtime).attempt(PROBLEM, cfg)]
-    again = [r.output_text for r in Generator("tiny", model_cache, runtime).attempt(PROBLEM, cfg)]
+    first = [r.output_text for r in Generator("tiny", model_cache, BF16).attempt(PROBLEM, cfg)]
+    again = [r.output_text for r in Generator("tiny", model_cache, BF16).attempt(PROBLEM, cfg)]
     assert first == again and len(set(first)) > 1
     sequential = SamplingConfig(k=6, max_tokens=8, seed=9, sampler="sequential")
-    gen = Generator("tiny", model_cache, runtime)
+    gen = Generator("tiny", model_cache, BF16)
     assert [r.output_text for r in gen.attempt(PROBLEM, sequential)] == [
         r.output_text for r in gen.attempt(PROBLEM, sequential)]

@@ -15,7 +15,6 @@ import torch
 from transformers import DynamicCache
 
 from galahad.flywheel.errors import GalahadError
-from galahad.kernels.int8 import int8_linears, is_int8
 from galahad.kernels.modes import get_mode
 from galahad.workers.model_loader import LoadedModel
 from galahad.workers.runtime import COMPUTE_DTYPES, RuntimeConfig, deterministic, runtime_fingerprint
@@ -93,10 +92,7 @@ class Engine:
             if runtime.compute_dtype not in COMPUTE_DTYPES or runtime.kernel_mode != "stock":
                 raise GalahadError(f"compute dtype {runtime.compute_dtype!r} runs under the stock kernels only "
                                    f"(one of {', '.join(COMPUTE_DTYPES)}; kernel mode {runtime.kernel_mode!r})")
-            if runtime.compute_dtype == "int8":
-                int8_linears(self.model)
-            else:
-                self.model.to(getattr(torch, runtime.compute_dtype))
+            self.model.to(getattr(torch, runtime.compute_dtype))
 
     @property
     def model_fingerprint(self) -> str:
@@ -145,7 +141,7 @@ class Engine:
         """The LM head (the kernel mode's product: `KernelMode.lm_head`) and the model's final soft-capping,
         as its causal-LM forward applies them, on hidden states [rows, hidden]. Called inside `active()`."""
         lm = self.model.lm_head
-        logits = lm(hidden) if is_int8(lm) else self.kernels.lm_head(hidden, lm.weight, lm.bias)
+        logits = self.kernels.lm_head(hidden, lm.weight, lm.bias)
         cap = self.arch.final_softcap(self.model.config)
         if cap is not None:
             logits = torch.tanh(logits / cap) * cap

@@ -53,8 +53,7 @@ class RuntimeConfig:
     threads: int = 2
     prefill_chunk: int = 256
     # What the layers and the head compute in once loaded (`Engine`): the weights, hence the model fingerprint,
-    # are as loaded. `bfloat16` and `int8` only for generators (sampled text is verified text), never for deposits
-    # or grafts.
+    # are as loaded. `bfloat16` only for generators (sampled text is verified text), never for deposits or grafts.
     compute_dtype: str = "float32"
 
     def with_(self, **changes) -> RuntimeConfig:
@@ -89,7 +88,7 @@ class GeneratorRuntime:
 
 
 SAMPLER_MODES = ("stock", "codes")  # modes a generator may leave for bfloat16 under stock (not `invariant`)
-COMPUTE_DTYPES = ("float32", "bfloat16", "int8")  # int8: every linear dynamically quantized (kernels/int8.py)
+COMPUTE_DTYPES = ("float32", "bfloat16")
 
 
 def native_bf16() -> bool:

@@ -4,8 +4,7 @@ Sampled text is verified text whatever computed it, so a generator may run any k
 deterministic per seed; the depositor keeps the job's mode, and a deposit is grafted under the mode that made it.
 Which candidate samples fastest depends on the CPU (`codes` was 0.87x-1.55x `stock` across CPUs; bfloat16 pays
 only where the CPU computes it natively), so `auto` times each one once, on the job's shape, and keeps the
-fastest. Candidates: stock/float32, codes/float32 where its kernels build here, stock/bfloat16 where `native_bf16`,
-stock/int8 (every linear dynamically quantized, `kernels/int8.py`) where PyTorch has its fbgemm engine.
+fastest. Candidates: stock/float32, codes/float32 where its kernels build here, stock/bfloat16 where `native_bf16`.
 
 The timing (`time_step`): the generators' runtime (one thread, grouped attention), a batch of `ROWS` rows
 prefilled with `PROMPT` tokens, then `STEPS` decode steps; the figure is the median step. Each candidate is timed
@@ -26,7 +25,6 @@ from pathlib import Path
 
 from galahad.flywheel.errors import GalahadError
 from galahad.kernels.cpu import cpuinfo
-from galahad.kernels.int8 import int8_available
 from galahad.kernels.modes import mode_class
 from galahad.workers.runtime import DEFAULT_RUNTIME, GeneratorRuntime, native_bf16, pin_process_env
 
@@ -42,8 +40,6 @@ def candidates() -> list[tuple[str, str]]:
         out.append(("codes", "float32"))
     if native_bf16():
         out.append(("stock", "bfloat16"))
-    if int8_available():
-        out.append(("stock", "int8"))
     return out
 
 

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all-templates", action="store_true", help="seed every problem (default: the train split)")
     p.add_argument("--sampler", choices=["batched", "sequential"], default=sampling.sampler,
                    help=f"decode a round's samples as one batch or one by one (default {sampling.sampler})")
-    p.add_argument("--sampler-dtype", choices=["auto", "float32", "bfloat16", "int8"], default=sampling.dtype,
+    p.add_argument("--sampler-dtype", choices=["auto", "float32", "bfloat16"], default=sampling.dtype,
                    help="what the generators compute in (auto: the kernel mode and dtype that measured fastest on this "
                         "CPU, timed once; deposits and grafts stay the exact engine's; default " + sampling.dtype + ")")
     p.add_argument("--round-size", type=count(), default=None,
