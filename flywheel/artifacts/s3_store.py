@@ -18,6 +18,7 @@ error. `evict_local` / `local_ids` are the local tiers' (`catalog evict`; the bu
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 import random
@@ -236,10 +237,8 @@ class S3Store(BlobStore):
             self._call(f"{what} complete", lambda: self.client.complete_multipart_upload(
                 Bucket=self.bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": parts}, IfNoneMatch="*"))
         except BaseException:
-            try:  # nothing of it becomes visible; a best-effort cleanup of the parts
+            with contextlib.suppress(Exception):  # nothing of it becomes visible; best-effort cleanup
                 self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=uid)
-            except Exception:
-                pass
             raise
 
     def _download(self, blob_id: str, size: int | None) -> bytes:
