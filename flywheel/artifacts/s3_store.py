@@ -68,11 +68,9 @@ def parse_url(url: str) -> tuple[str, str, str | None]:
 
 
 def _client(retry: S3Retry):
-    try:
-        import boto3
-        from botocore.config import Config
-    except ImportError:  # pragma: no cover - a pinned dependency
-        raise GalahadError("an s3:// store needs boto3 (pip install boto3)") from None
+    import boto3
+    from botocore.config import Config
+
     config = Config(retries={"max_attempts": 1, "mode": "standard"},  # our own loop retries (bounded)
                     connect_timeout=retry.connect_timeout_s, read_timeout=retry.read_timeout_s,
                     max_pool_connections=32, s3={"addressing_style": "path"})

@@ -65,7 +65,6 @@ def run(args: argparse.Namespace) -> int:
     token = token_for(args.host, os.environ.get(TOKEN_ENV))  # before anything starts or binds
     cluster.prepare(args.model, args.address)  # pinned env, a local cluster on loopback, the model spec
     if not args.address:  # Serve's own error responses as JSON: its proxy inherits this from the local cluster
-
         os.environ.setdefault(ENV, CALLBACK)
     paths, catalog, store = storage(args, create=True)
     embedded = is_embedded(catalog.url, paths)
