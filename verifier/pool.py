@@ -8,6 +8,7 @@ holds one worker, idle workers wait in a queue.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -54,10 +55,8 @@ class _Worker:
 
     def close(self) -> None:
         for fd in (self.stdin_fd, self.stdout_fd):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
 
 class _Zygote:
@@ -175,10 +174,8 @@ class WorkerPool:
             w.close()
 
     def _acquire(self) -> _Worker | None:
-        try:
+        with contextlib.suppress(queue.Empty):
             return self._idle.get_nowait()
-        except queue.Empty:
-            pass
         with self._lock:
             grow = self._active < self.size
             if grow:

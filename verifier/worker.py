@@ -9,6 +9,7 @@ zygote is gone.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -115,10 +116,8 @@ def zygote(fd: int) -> None:
             children.discard(pid)
         sock.send(reply)
     for pid in children:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def main() -> None:

@@ -159,11 +159,8 @@ def gguf_architecture(path: Path) -> str:
 
 
 def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def gguf_snapshot(path: Path, cache: Path) -> Path:
@@ -220,14 +217,15 @@ def snapshot_dir(name: str, cache: Path, builder: Any = None) -> Path:
     return target
 
 
-def ensure_snapshot(spec: str, cache: Path) -> None:
-    """Build a built-in model's (or a GGUF file's) snapshot now (a driver does this once, before any worker
-    starts)."""
+def ensure_snapshot(spec: str, cache: Path) -> Path:
+    """The folder `spec` loads from: a built-in model's (or a GGUF file's) snapshot, built now if it is not yet
+    (a driver does this once, before any worker starts), or the local folder."""
     check_spec(spec)
     if spec in BUILDERS:
-        snapshot_dir(spec, cache)
-    elif Path(spec).expanduser().suffix.lower() == ".gguf":
-        gguf_snapshot(Path(spec), cache)
+        return snapshot_dir(spec, cache)
+    if Path(spec).expanduser().suffix.lower() == ".gguf":
+        return gguf_snapshot(Path(spec), cache)
+    return Path(spec).expanduser()
 
 
 def model_fingerprint(model: Any, tokenizer: Any) -> str:
@@ -284,13 +282,7 @@ def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    check_spec(spec)
-    if spec in (GEMMA, TINY):
-        folder = snapshot_dir(spec, cache)
-    elif Path(spec).expanduser().suffix.lower() == ".gguf":
-        folder = gguf_snapshot(Path(spec), cache)
-    else:
-        folder = Path(spec).expanduser()
+    folder = ensure_snapshot(spec, cache)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()

@@ -12,6 +12,7 @@ tokenizer's Python copies of its vocabulary) and `trim_heap` (the heap a load fr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import struct
@@ -155,10 +156,8 @@ def trim_heap() -> None:
     otherwise, as private memory of every loading process. A no-op where there is no glibc."""
     import ctypes
 
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 INIT_ONLY = ("_vocab", "_merges")  # what transformers' fast tokenizers keep from building their Rust backend

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 from galahad.workers.model_loader import GEMMA, snapshot_dir
@@ -73,8 +74,6 @@ def _gemma_codes(folder: Path):
         try:
             build_codes(gguf, folder, target)
         finally:
-            import shutil
-
             shutil.rmtree(gguf.parent, ignore_errors=True)
 
     return build

@@ -100,7 +100,6 @@ class LearningJob:
                                  "gold_solutions": gold, "failed": failed, "seconds": round(seconds, 3),
                                  "rate": round(problems / seconds, 4) if seconds > 0 else 0.0})
         if self.config.store_budget is not None:  # the disk budget: least recently grafted blobs go first
-
             evict(self.catalog, self.store, self.config.store_budget)
         return tally
 

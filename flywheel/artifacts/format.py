@@ -230,8 +230,7 @@ def decode(data: bytes, expected_id: str) -> Artifact:
     return decode_checked(Checked(expected_id, bytes(data)))
 
 
-# safetensors dtype names -> (torch dtype name, bytes per element)
-_DTYPES = {"F32": ("float32", 4), "F16": ("float16", 2), "BF16": ("bfloat16", 2), "F64": ("float64", 8)}
+_DTYPES = {code: (name, width) for name, (code, width) in ST_DTYPES.items()}  # the inverse of ST_DTYPES
 
 
 def _view(data, dtype, count: int, offset: int):
@@ -261,7 +260,6 @@ def decode_checked(blob: Checked) -> Artifact:
     (n,) = struct.unpack("<Q", data[:8])
     header = json.loads(bytes(data[8 : 8 + n]))
     base, size = 8 + n, len(data) - 8 - n
-    span = meta.end - meta.start
     tensors: dict[str, torch.Tensor] = {}
     try:
         for name, spec in header.items():
@@ -270,9 +268,7 @@ def decode_checked(blob: Checked) -> Artifact:
             dtype_name, width = _DTYPES[spec["dtype"]]
             shape = [int(x) for x in spec["shape"]]
             lo, hi = (int(x) for x in spec["data_offsets"])
-            count = 1
-            for x in shape:
-                count *= x
+            count = math.prod(shape)
             if min(shape, default=0) < 0 or not 0 <= lo <= hi <= size or hi - lo != count * width or (base + lo) % width:
                 raise ValueError(f"tensor {name} has bad offsets or shape")
             t = _view(data, getattr(torch, dtype_name), count, base + lo) if count else (
@@ -281,8 +277,7 @@ def decode_checked(blob: Checked) -> Artifact:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GalahadError(f"artifact {expected_id[:16]} is not valid safetensors: {exc}") from exc
     keys, values = [], []
-    for i, kind in enumerate(meta.layer_kinds):
-        want = min(span, int(kind.split(":", 1)[1]) - 1) if kind.startswith("sliding:") else span
+    for i, want in enumerate(span_lengths(meta)):  # the positions each layer kind keeps
         for name, out in ((f"k.{i:03d}", keys), (f"v.{i:03d}", values)):
             t = tensors.get(name)
             if t is None:

@@ -18,6 +18,7 @@ error. `evict_local` / `local_ids` are the local tiers' (`catalog evict`; the bu
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 import random
@@ -67,11 +68,9 @@ def parse_url(url: str) -> tuple[str, str, str | None]:
 
 
 def _client(retry: S3Retry):
-    try:
-        import boto3
-        from botocore.config import Config
-    except ImportError:  # pragma: no cover - a pinned dependency
-        raise GalahadError("an s3:// store needs boto3 (pip install boto3)") from None
+    import boto3
+    from botocore.config import Config
+
     config = Config(retries={"max_attempts": 1, "mode": "standard"},  # our own loop retries (bounded)
                     connect_timeout=retry.connect_timeout_s, read_timeout=retry.read_timeout_s,
                     max_pool_connections=32, s3={"addressing_style": "path"})
@@ -236,10 +235,8 @@ class S3Store(BlobStore):
             self._call(f"{what} complete", lambda: self.client.complete_multipart_upload(
                 Bucket=self.bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": parts}, IfNoneMatch="*"))
         except BaseException:
-            try:  # nothing of it becomes visible; a best-effort cleanup of the parts
+            with contextlib.suppress(Exception):  # nothing of it becomes visible; best-effort cleanup
                 self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=uid)
-            except Exception:
-                pass
             raise
 
     def _download(self, blob_id: str, size: int | None) -> bytes:

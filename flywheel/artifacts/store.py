@@ -9,6 +9,7 @@ and hashes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -48,13 +49,10 @@ class CorruptBlob(IntegrityError):
 
 
 def _umask() -> int:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     return 0o022
 
 
@@ -178,10 +176,7 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        Path(tmp).unlink(missing_ok=True)
         raise
     dfd = os.open(path.parent, os.O_RDONLY)
     try:
@@ -291,10 +286,7 @@ class LocalStore(BlobStore):
 
     def delete(self, blob_id: str) -> None:
         self.ram.drop(blob_id)
-        try:
-            self.path(blob_id).unlink()
-        except FileNotFoundError:
-            pass
+        self.path(blob_id).unlink(missing_ok=True)
 
     def ids(self) -> Iterator[str]:
         if not self.root.is_dir():

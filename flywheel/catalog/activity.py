@@ -23,8 +23,7 @@ P, A, V = (TABLES[t] for t in ("problems", "attempts", "verifications"))
 class Activity(Part):
     def first_attempt(self) -> datetime | None:
         """The oldest attempt's time (naive UTC), or None in a catalog without attempts."""
-        with self.engine.connect() as conn:
-            return conn.execute(select(func.min(A.c.created_at))).scalar()
+        return self.scalar(select(func.min(A.c.created_at)))
 
     def verified_by(self, times: list[datetime]) -> list[int]:
         """Problems with a positive verdict at or before each of `times` (each problem once)."""

@@ -142,15 +142,13 @@ class Artifacts(Part):
                     .where(ENT.c.library == library).order_by(ENT.c.chain_index, ENT.c.position))
         if limit is not None:
             stmt = stmt.limit(int(limit))
-        with self.engine.connect() as conn:
-            return rows(conn.execute(stmt))
+        return self.read(stmt)
 
     def count(self, library: str | None = None) -> int:
         """How many rows `listing` has in all (every artifact, or one library's entries)."""
         stmt = (select(func.count()).select_from(ART) if library is None
                 else select(func.count()).select_from(ENT).where(ENT.c.library == library))
-        with self.engine.connect() as conn:
-            return int(conn.execute(stmt).scalar() or 0)
+        return int(self.scalar(stmt) or 0)
 
     def sizes(self) -> dict[str, int]:
         """Every artifact id with its recorded size (fsck, gc, export)."""
@@ -161,8 +159,7 @@ class Artifacts(Part):
         """Every artifact's id, parent, token counts, size and fingerprints (no token ids, no bytes)."""
         cols = (ART.c.id, ART.c.parent_id, ART.c.n_tokens, ART.c.token_end, ART.c.size, ART.c.model_fingerprint,
                 ART.c.runtime_fingerprint)
-        with self.engine.connect() as conn:
-            return rows(conn.execute(select(*cols)))
+        return self.read(select(*cols))
 
     def lineage(self, artifact_id: str) -> dict[str, Any]:
         """artifact -> verification -> attempt -> problem (and run), its parent chain up to the root, and the

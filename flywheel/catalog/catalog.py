@@ -26,7 +26,7 @@ problem text or the same artifact bytes deposited twice, even by racing processe
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from typing import Any
 
 from sqlalchemy import Connection, Table, func, insert, select
@@ -134,12 +134,10 @@ class Catalog:
             return conn.execution_options(preserve_rowcount=True).execute(stmt, rows).rowcount
         added = 0  # other backends: a savepoint per row so one duplicate does not abort the transaction
         for r in rows:
-            try:
+            with suppress(sa_exc.IntegrityError):
                 with conn.begin_nested():
                     conn.execute(insert(table).values(r))
                 added += 1
-            except sa_exc.IntegrityError:
-                pass
         return added
 
     def resolve(self, ref: str) -> tuple[str, str]:

@@ -16,7 +16,7 @@ from sqlalchemy import exists, func, select, update
 from galahad.flywheel.artifacts.format import read_meta
 from galahad.flywheel.artifacts.store import BlobMissing, BlobStore
 from galahad.flywheel.catalog.db import now
-from galahad.flywheel.catalog.part import Part, one
+from galahad.flywheel.catalog.part import Part
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
 
@@ -34,8 +34,7 @@ class Evictions(Part):
         """(id, size, extra) of every artifact whose blob is not evicted, least recently grafted first."""
         stmt = (select(ART.c.id, ART.c.size, ART.c.extra).where(ART.c.evicted_at.is_(None))
                 .order_by(ART.c.last_grafted_at.is_not(None), ART.c.last_grafted_at, ART.c.created_at, ART.c.id))
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(stmt)]
+        return self.read(stmt)
 
     def protected(self) -> set[str]:
         """The artifacts of each library's current chain (per model and runtime): what the next deposit
@@ -61,8 +60,7 @@ class Evictions(Part):
                               t.c.model_fingerprint == ART.c.model_fingerprint, t.c.created_at > ART.c.created_at)
         stmt = (select(ART.c.id, ART.c.size, ART.c.extra).where(ART.c.evicted_at.is_(None), twin)
                 .order_by(ART.c.token_start, ART.c.id))
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(stmt)]
+        return self.read(stmt)
 
     def mark(self, artifact_id: str, extra: dict[str, Any]) -> None:
         """Before its blob is deleted: the row is evicted, and keeps the header's `extra` to rebuild from."""
@@ -71,8 +69,7 @@ class Evictions(Part):
 
     def evicted(self, artifact_id: str) -> dict[str, Any] | None:
         """The full row of an evicted artifact (what its rebuild needs), or None if it is not evicted."""
-        with self.engine.connect() as conn:
-            return one(conn.execute(select(ART).where(ART.c.id == artifact_id, ART.c.evicted_at.is_not(None))))
+        return self.read_one(select(ART).where(ART.c.id == artifact_id, ART.c.evicted_at.is_not(None)))
 
     def evicted_ids(self) -> list[str]:
         with self.engine.connect() as conn:

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from galahad.flywheel.catalog.db import now
-from galahad.flywheel.catalog.part import Part, one, rows
+from galahad.flywheel.catalog.part import Part
 from galahad.flywheel.catalog.schema import TABLES
 
 G = TABLES["transfer_gates"]
@@ -41,9 +41,8 @@ class Gates(Part):
         """The evidence for one (model, library, route), or None (no evidence: the gate is closed)."""
         if not library:
             return None
-        with self.engine.connect() as conn:
-            return one(conn.execute(select(G).where(G.c.model_fingerprint == model_fingerprint,
-                                                    G.c.library == library, G.c.route == route)))
+        return self.read_one(select(G).where(G.c.model_fingerprint == model_fingerprint,
+                                             G.c.library == library, G.c.route == route))
 
     def opened(self, model_fingerprint: str, libraries: list[str]) -> set[tuple[str, str]]:
         """The open (library, route) pairs of `libraries` for the model: one statement (what routing a new
@@ -57,8 +56,7 @@ class Gates(Part):
 
     def all(self) -> list[dict[str, Any]]:
         """Every recorded gate, by library, route and model (a few per library an eval measured)."""
-        with self.engine.connect() as conn:
-            return rows(conn.execute(select(G).order_by(G.c.library, G.c.route, G.c.model_fingerprint)))
+        return self.read(select(G).order_by(G.c.library, G.c.route, G.c.model_fingerprint))
 
 
 def describe(gate: dict[str, Any] | None) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, func, insert, select, text
 
 from galahad.flywheel.catalog.db import now
-from galahad.flywheel.catalog.part import ART_LIGHT, Fingerprints, Part, made_under, one, rows
+from galahad.flywheel.catalog.part import ART_LIGHT, Fingerprints, Part, made_under, one
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import ChainConflict, GalahadError
 from galahad.flywheel.problems.scope_ids import library_scope
@@ -125,9 +125,8 @@ class Libraries(Part):
 
     def slot(self, name: str, chain_index: int, position: int) -> str | None:
         """The artifact at one position of one chain of a library, or None."""
-        with self.engine.connect() as conn:
-            return conn.execute(select(ENT.c.artifact_id).where(
-                ENT.c.library == name, ENT.c.chain_index == chain_index, ENT.c.position == position)).scalar()
+        return self.scalar(select(ENT.c.artifact_id).where(
+            ENT.c.library == name, ENT.c.chain_index == chain_index, ENT.c.position == position))
 
     def tail(self, name: str, chain_index: int | None = None,
              fingerprints: Fingerprints | None = None) -> dict[str, Any] | None:
@@ -145,5 +144,4 @@ class Libraries(Part):
 
     def all(self) -> list[dict[str, Any]]:
         """Each library with chains, artifacts, stored_tokens and bytes (the `library_tokens` view)."""
-        with self.engine.connect() as conn:
-            return rows(conn.execute(text("SELECT * FROM library_tokens ORDER BY library")))
+        return self.read(text("SELECT * FROM library_tokens ORDER BY library"))

@@ -44,6 +44,19 @@ class Part:
     def insert_ignore(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> int:
         return self._catalog.insert_ignore(conn, table, rows)
 
+    def read(self, stmt) -> list[dict[str, Any]]:
+        """`stmt`'s rows, read on a connection of `engine` (the reader)."""
+        with self.engine.connect() as conn:
+            return rows(conn.execute(stmt))
+
+    def read_one(self, stmt) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            return one(conn.execute(stmt))
+
+    def scalar(self, stmt) -> Any:
+        with self.engine.connect() as conn:
+            return conn.execute(stmt).scalar()
+
     def __repr__(self) -> str:
         return f"{self._catalog!r}.{type(self).__name__.lower()}"
 

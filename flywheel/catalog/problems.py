@@ -119,8 +119,7 @@ class Problems(Part):
     # -- reads -------------------------------------------------------------------------------------
 
     def by_hash(self, h: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
-            return one(conn.execute(select(P).where(P.c.id == h)))
+        return self.read_one(select(P).where(P.c.id == h))
 
     def get(self, problem_id: str) -> dict[str, Any]:
         """Like `by_hash`, but an unknown id raises."""
@@ -147,15 +146,13 @@ class Problems(Part):
         stmt = select(P).where(*self._matching(text, hash, topic, status)).order_by(P.c.created_at, P.c.id)
         if limit is not None:
             stmt = stmt.limit(int(limit))
-        with self.engine.connect() as conn:
-            return rows(conn.execute(stmt))
+        return self.read(stmt)
 
     def count(self, text: str | None = None, hash: str | None = None, topic: str | None = None,
               status: str | None = None) -> int:
         """How many problems `find` with these filters has in all."""
         stmt = select(func.count()).select_from(P).where(*self._matching(text, hash, topic, status))
-        with self.engine.connect() as conn:
-            return int(conn.execute(stmt).scalar() or 0)
+        return int(self.scalar(stmt) or 0)
 
     @staticmethod
     def _matching(text: str | None, hash: str | None, topic: str | None, status: str | None = None) -> list:
@@ -188,8 +185,7 @@ class Problems(Part):
         """One example text per (template, topic) among the catalog's problems: a scan of every group (for
         listings; classifying uses `classify`)."""
         stmt = select(P.c.template, P.c.topic, func.min(P.c.text).label("text")).group_by(P.c.template, P.c.topic)
-        with self.engine.connect() as conn:
-            return rows(conn.execute(stmt))
+        return self.read(stmt)
 
     def by_keys(self, keys: list[str]) -> list[dict[str, Any]]:
         """Problems (any status) whose canonical key is one of `keys`: the golds a new one must agree with."""
@@ -198,10 +194,8 @@ class Problems(Part):
         stmt = (select(P.c.id, P.c.text, P.c.answer, P.c.source, P.c.gold_source, KEY.c.canonical_key)
                 .join(KEY, KEY.c.problem_id == P.c.id).where(KEY.c.canonical_key.in_(sorted(set(keys))))
                 .order_by(P.c.created_at, P.c.id))
-        with self.engine.connect() as conn:
-            return rows(conn.execute(stmt))
+        return self.read(stmt)
 
     def key(self, problem_id: str) -> dict[str, Any] | None:
         """The problem's key row (key_version, canonical_key, numbers), or None."""
-        with self.engine.connect() as conn:
-            return one(conn.execute(select(KEY).where(KEY.c.problem_id == problem_id)))
+        return self.read_one(select(KEY).where(KEY.c.problem_id == problem_id))

@@ -111,5 +111,4 @@ class Queue(Part):
         has_artifact = select(ART.c.id).join(V, ART.c.verification_id == V.c.id).join(A, V.c.attempt_id == A.c.id)
         stmt = (select(P).where(P.c.status == "verified", ~has_artifact.where(A.c.problem_id == P.c.id).exists())
                 .order_by(P.c.created_at, P.c.id))
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(stmt)]
+        return self.read(stmt)

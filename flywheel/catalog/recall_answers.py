@@ -59,5 +59,4 @@ class RecallAnswers(Part):
         return row if row is not None and answers_cap(row, cap) else None
 
     def count(self) -> int:
-        with self.engine.connect() as conn:
-            return int(conn.execute(select(func.count()).select_from(RA)).scalar())
+        return int(self.scalar(select(func.count()).select_from(RA)))

@@ -110,8 +110,7 @@ class Recalls(Part):
                 .outerjoin(KEY, KEY.c.problem_id == P.c.id)
                 .where(P.c.status == "verified", match, *_visible(scope),
                        (ART.c.model_fingerprint != fingerprints[0]) | (ART.c.runtime_fingerprint != fingerprints[1])))
-        with self.engine.connect() as conn:
-            return rows(conn.execute(stmt.distinct()))
+        return self.read(stmt.distinct())
 
     def get(self, problem_id: str, fingerprints: Fingerprints | None = None) -> dict[str, Any] | None:
         """The verified problem with the artifact that serves its recurrence, or None."""
@@ -134,5 +133,4 @@ class Recalls(Part):
         """Verified problems whose recall artifact was never deposited (a kill, or a pre-recall catalog)."""
         stmt = (select(P).outerjoin(REC, REC.c.problem_id == P.c.id)
                 .where(P.c.status == "verified", REC.c.problem_id.is_(None)).order_by(P.c.created_at, P.c.id))
-        with self.engine.connect() as conn:
-            return rows(conn.execute(stmt))
+        return self.read(stmt)

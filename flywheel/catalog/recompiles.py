@@ -45,9 +45,8 @@ class Recompiles(Part):
 
     def other_models(self, fingerprints: Fingerprints) -> int:
         """Artifacts of another model: their token ids are that model's, so they are not rebuilt here."""
-        with self.engine.connect() as conn:
-            return int(conn.execute(select(func.count()).select_from(ART)
-                                    .where(ART.c.model_fingerprint != fingerprints[0])).scalar() or 0)
+        return int(self.scalar(select(func.count()).select_from(ART)
+                               .where(ART.c.model_fingerprint != fingerprints[0])) or 0)
 
     def twin(self, artifact_id: str, fingerprints: Fingerprints) -> str | None:
         """The artifact of `artifact_id`'s lineage made under `fingerprints` (itself, if it was), or None."""

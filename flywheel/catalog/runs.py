@@ -47,13 +47,11 @@ class Runs(Part):
         stmt = select(R).order_by(R.c.started_at.desc())
         if limit is not None:
             stmt = stmt.limit(int(limit))
-        with self.engine.connect() as conn:
-            return rows(conn.execute(stmt))
+        return self.read(stmt)
 
     def count(self) -> int:
         """How many runs the catalog has recorded."""
-        with self.engine.connect() as conn:
-            return int(conn.execute(select(func.count()).select_from(R)).scalar() or 0)
+        return int(self.scalar(select(func.count()).select_from(R)) or 0)
 
     # -- attempts and verdicts ---------------------------------------------------------------------
 
@@ -115,8 +113,7 @@ class Runs(Part):
             .order_by(ART.c.id.is_(None), A.c.tokens, A.c.created_at, A.c.id)
             .limit(1)
         )
-        with self.engine.connect() as conn:
-            return one(conn.execute(stmt))
+        return self.read_one(stmt)
 
     def events(self) -> list[tuple[float, str]]:
         """(unix time, "verified" | "deposited"): each problem once, when first verified; each artifact."""

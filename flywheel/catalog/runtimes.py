@@ -43,8 +43,7 @@ class Runtimes(Part):
             self.insert_ignore(conn, RT, [dict(fingerprint=fingerprint, facts=facts, created_at=now())])
 
     def facts(self, fingerprint: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
-            return conn.execute(select(RT.c.facts).where(RT.c.fingerprint == fingerprint)).scalar()
+        return self.scalar(select(RT.c.facts).where(RT.c.fingerprint == fingerprint))
 
     def explain(self, mine: str, theirs: list[str]) -> list[str]:
         """The fields in which runtimes `theirs` differ from `mine` ("unrecorded" where a runtime's facts

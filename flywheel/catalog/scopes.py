@@ -106,8 +106,7 @@ class Scopes(Part):
         return library_scope(library) if library else SHARED
 
     def problem(self, view: str | None, problem_id: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
-            return one(conn.execute(select(P).where(P.c.id == problem_id, *self._catalog.visible(P, view))))
+        return self.read_one(select(P).where(P.c.id == problem_id, *self._catalog.visible(P, view)))
 
     def artifact_visible(self, view: str | None, artifact_id: str) -> bool:
         with self.engine.connect() as conn:
@@ -117,14 +116,12 @@ class Scopes(Part):
     def find(self, view: str | None, text: str, limit: int) -> list[dict[str, Any]]:
         stmt = (select(P).where(*Problems._matching(text, None, None), *self._catalog.visible(P, view))
                 .order_by(P.c.created_at, P.c.id).limit(int(limit)))
-        with self.engine.connect() as conn:
-            return rows(conn.execute(stmt))
+        return self.read(stmt)
 
     def ls(self, scope: str, limit: int = 100) -> list[dict[str, Any]]:
         """The problems of exactly one scope, oldest first."""
-        with self.engine.connect() as conn:
-            return rows(conn.execute(select(P.c.id, P.c.text, P.c.status, P.c.topic, P.c.scope)
-                                     .where(P.c.scope == scope).order_by(P.c.created_at, P.c.id).limit(int(limit))))
+        return self.read(select(P.c.id, P.c.text, P.c.status, P.c.topic, P.c.scope)
+                         .where(P.c.scope == scope).order_by(P.c.created_at, P.c.id).limit(int(limit)))
 
     def stats(self, view: str) -> dict[str, Any]:
         """`Catalog.stats`' main figures over what `view` sees (its scope and shared)."""

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 
 from galahad.flywheel.catalog.db import now
-from galahad.flywheel.catalog.part import Part, one, rows
+from galahad.flywheel.catalog.part import Part, rows
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.scope_ids import NAME, SHARED
@@ -76,8 +76,7 @@ class Tenants(Part):
                 raise GalahadError(f"unknown tenant {str(name)[:60]!r}")
 
     def get(self, name: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
-            return one(conn.execute(select(T).where(T.c.name == name)))
+        return self.read_one(select(T).where(T.c.name == name))
 
     def ls(self) -> list[dict[str, Any]]:
         """Every tenant with its quotas and usage (queued problems, problems, store bytes); no token data."""

@@ -210,7 +210,6 @@ def _rederiver(args: argparse.Namespace):
     """The local engine's re-deriver for `--verify` (loads the model), else None."""
     if not getattr(args, "verify", False):
         return None
-
     return RebuildCheck(engine_for(args.model, args.paths, args.kernel_mode))
 
 
@@ -319,7 +318,6 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
 
         rederive = _rederiver(args)
         if rederive is not None:  # an evicted parent is rebuilt (checked by hash) to re-derive its children
-
             store = rebuilding(store, cat, rederive.engine)
         report = fsck(cat, store, rederive=rederive)
         if as_json:

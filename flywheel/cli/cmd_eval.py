@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from galahad.flywheel.app.storage import make_store
@@ -74,11 +75,6 @@ def foreign_note(catalog, engine) -> str | None:
 
 
 def run_recurrence(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
-
-    for name in ("k", "max_tokens", "limit"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            raise GalahadError(f"--{name.replace('_', '-')} must be at least 1")
     paths, catalog, store = storage(args)
     cfg = eval_recurrence.RecurrenceConfig(k=args.k, max_tokens=args.max_tokens, seed=args.seed, limit=args.limit)
     with catalog, Verifier() as verifier:

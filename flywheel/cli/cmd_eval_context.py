@@ -12,7 +12,6 @@ from typing import Any
 from galahad.flywheel.cli.argtypes import SEED, count
 from galahad.flywheel.cli.session import add_storage_args, storage
 from galahad.flywheel.config import DEFAULT_MODEL
-from galahad.flywheel.errors import GalahadError
 from galahad.workers.model_loader import load_model
 from galahad.workers.runtime import DEFAULT_RUNTIME, pin_process_env
 
@@ -42,8 +41,6 @@ def add_context_parser(eval_subparsers: argparse._SubParsersAction) -> argparse.
 
 
 def run_context(args: argparse.Namespace) -> int:
-    if args.grow < 0 or args.checks < 0 or args.libraries < 1:
-        raise GalahadError("--grow and --checks must be >= 0 and --libraries >= 1")
     # Growing is many small forwards: on shared cores one thread is many times faster than two spinning
     # OpenMP threads. The thread count is in the runtime fingerprint, so the grown chains graft (and count
     # as graftable) under that runtime only; the manifest records it.

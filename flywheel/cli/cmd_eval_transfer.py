@@ -51,7 +51,7 @@ def run_transfer(args: argparse.Namespace) -> int:
         ns = tuple(sorted({int(x) for x in args.max_solutions.split(",") if x.strip()}))
     except ValueError:
         raise GalahadError(f"--max-solutions must be comma-separated integers, got {args.max_solutions!r}") from None
-    if not ns or min(ns) < 1 or args.per_split < 1:
+    if not ns or min(ns) < 1:
         raise GalahadError("--max-solutions and --per-split must be at least 1")
     if args.problems is not None:
         return run_transfer_file(args)
@@ -117,8 +117,6 @@ def run_transfer_file(args: argparse.Namespace) -> int:
     from galahad.flywheel.evals import transfer_file  # deferred: sqlalchemy is heavy
     from galahad.flywheel.memory.solver import Solver  # deferred: sqlalchemy is heavy
 
-    if args.k < 1:
-        raise GalahadError("--k must be at least 1")
     conditions = tuple(c for c in args.conditions.split(",") if c)
     unknown = sorted(set(conditions) - set(transfer_file.CONDITIONS))
     if unknown or not conditions:

@@ -12,7 +12,6 @@ from galahad.flywheel.artifacts.store import LocalStore, atomic_write
 from galahad.flywheel.cli.argtypes import SEED, count
 from galahad.flywheel.cli.flags import add_kernel_mode_flag
 from galahad.flywheel.config import DEFAULT_MODEL
-from galahad.flywheel.errors import GalahadError
 from galahad.kernels.modes import MODES
 from galahad.workers.model_loader import check_spec, load_model
 from galahad.workers.runtime import DEFAULT_RUNTIME, cpu_key, pin_process_env
@@ -32,9 +31,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.samples < 1:
-        raise GalahadError("--samples must be at least 1")
-
     check_spec(args.model)  # an unsupported architecture is refused here, before the depositor starts
     runtime = DEFAULT_RUNTIME.with_(kernel_mode=args.kernel_mode)
     pin_process_env(runtime)

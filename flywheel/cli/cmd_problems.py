@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from collections import Counter
+from pathlib import Path
 
 from galahad.flywheel.cli.argtypes import SEED, count
 from galahad.flywheel.problems.records import Problem, read_text_file, splits
@@ -116,8 +118,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from galahad.flywheel.problems.check import findings, unchecked_line  # deferred: lark is heavy
 
     path = Path(args.file)
@@ -137,8 +137,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_key(args: argparse.Namespace) -> int:
-    import sys
-
     from galahad.flywheel.problems import canonical  # deferred: lark is heavy
 
     texts = args.texts if args.texts else (line.rstrip("\n") for line in sys.stdin)

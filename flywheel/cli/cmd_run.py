@@ -85,11 +85,6 @@ def load_problems(args: argparse.Namespace) -> tuple[list, list[str], str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    for name in ("limit", "k", "max_tokens", "generators", "per_family", "round_size", "problems_per_call",
-                 "batch_rows"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise GalahadError(f"--{name.replace('_', '-')} must be at least 1")
     if args.address:
         check_address(args.address)
     cluster.prepare(args.model, args.address)

@@ -63,14 +63,8 @@ def run(args: argparse.Namespace) -> int:
     from galahad.flywheel.service.security import token_for  # deferred: sqlalchemy is heavy
 
     token = token_for(args.host, os.environ.get(TOKEN_ENV))  # before anything starts or binds
-    if not 0 < args.port < 65536:
-        raise GalahadError("--port must be between 1 and 65535")
-    for name in ("replicas", "k", "max_tokens", "generators"):
-        if getattr(args, name) < 1:
-            raise GalahadError(f"--{name.replace('_', '-')} must be at least 1")
     cluster.prepare(args.model, args.address)  # pinned env, a local cluster on loopback, the model spec
     if not args.address:  # Serve's own error responses as JSON: its proxy inherits this from the local cluster
-
         os.environ.setdefault(ENV, CALLBACK)
     paths, catalog, store = storage(args, create=True)
     embedded = is_embedded(catalog.url, paths)

@@ -42,8 +42,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if not args.problem.strip():
         raise GalahadError("the problem text is empty")
-    if args.max_solutions < 1:
-        raise GalahadError("--max-solutions must be at least 1")
     if args.server:
         return remote(args)
     paths, catalog, store = storage(args)

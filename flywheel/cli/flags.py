@@ -8,6 +8,7 @@ subcommand (`add_data_flag` on every subparser).
 from __future__ import annotations
 
 import argparse
+import re
 
 from galahad.flywheel.cli.argtypes import SEED, count, finite
 from galahad.flywheel.config import (
@@ -30,8 +31,6 @@ _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 def byte_size(text: str) -> int:
     """A size in bytes: `123`, `500M`, `1.5G`, `20GB`, `64KiB` (binary units); refused in one line otherwise."""
-    import re
-
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", str(text), re.IGNORECASE)
     if not m:
         raise argparse.ArgumentTypeError(f"not a size (e.g. 500M, 20G, 123456): {str(text)[:40]!r}")

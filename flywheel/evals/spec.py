@@ -8,6 +8,7 @@ output hashes, and `rescore` recomputes verdicts from the recorded outputs with 
 from __future__ import annotations
 
 import os
+import platform
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -133,6 +134,4 @@ def make_record(engine, store, verifier, spec: Spec, meter=None) -> dict:
 
 def environment() -> dict:
     """Where the eval ran: recorded, not compared (replays run elsewhere by design)."""
-    import platform
-
     return {"host": platform.node(), "machine": platform.machine(), "pid": os.getpid()}

@@ -87,10 +87,7 @@ def math500() -> list[Problem]:
 def reasoning_gym(dataset: str, n: int | None, seed: int) -> list[Problem]:
     """`n` problems from a reasoning-gym generator. Template: gsm_symbolic's own template index, else
     the question with its numbers masked (so "same template, new numbers" holds literally)."""
-    try:
-        import reasoning_gym as rg
-    except ImportError:
-        raise GalahadError("reasoning-gym is not installed: pip install reasoning-gym==0.1.25") from None
+    import reasoning_gym as rg  # deferred: reasoning_gym is heavy
     size = RG_DEFAULT_SIZE if n is None else n
     if size <= 0:
         return []

@@ -8,6 +8,7 @@ server's own scheme, host and port: a redirect elsewhere is followed without it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import json
@@ -59,12 +60,10 @@ def _error_message(exc: urllib.error.HTTPError) -> str:
         raw = exc.read()
     except (OSError, http.client.HTTPException):
         raw = b""
-    try:
+    with contextlib.suppress(ValueError, KeyError, TypeError, IndexError):
         message = json.loads(raw)["error"]
         if isinstance(message, str) and message.strip():
             return " ".join(message.split())
-    except (ValueError, KeyError, TypeError, IndexError):
-        pass
     return _one_line(raw) or str(exc.reason or "no reason given")
 
 
