@@ -18,7 +18,7 @@ KEYED = [
     # dollars and cents in words: one amount in dollars
     ("18 dollars 40 cents", F(92, 5)), ("50 dollars take away 18 dollars 40 cents", F(158, 5)),
     ("fifty dollars plus eighteen dollars and forty cents", F(342, 5)),
-    ("what is 3 dollars and 50 cents plus 2 dollars", F(11, 2)), ("200 cents + 50 cents", F(250)),
+    ("what is 3 dollars and 50 cents plus 2 dollars", F(11, 2)),
     # bills and coins converted
     ("how many $5 bills make $85", F(17)), ("How many five-dollar bills in $85?", F(17)),
     ("how many $20 bills in $100", F(5)), ("4 $20 bills + 3 $10 bills in dollars", F(110)),
@@ -28,6 +28,7 @@ KEYED = [
     # tips and discounts, more word orders
     ("tip 15% on $42", F(63, 10)), ("how much is a 15% tip for a $42.00 check", F(63, 10)),
     ("a 15% gratuity on $42", F(63, 10)), ("take 25% off $80", F(60)), ("take 25% off of $80", F(60)),
+    ("How much do you save on a $60 item at 30% off?", F(18)),
     ("how much do I pay for a $45 item at 20% off", F(36)), ("how much does a $45 item cost at 20% off", F(36)),
     ("how much do I pay for a $45 item after a 20% discount", F(36)),
     # a price per unit, the price of one unit, a count at a price each
@@ -84,7 +85,7 @@ NEAR_MISSES = [
 REFUSED = [
     "$20 + £5", "convert $20 to £", "20 USD to GBP", "how many dollars is 20 euros",  # no exchange rate
     "3 dimes + 2 dimes",  # 5 dimes or 50 cents: coins with no unit asked for
-    "$2 + 50 cents",  # $2.50 or 250 cents
+    "$2 + 50 cents", "200 cents + 50 cents", "What is 25 cents times 8?",  # in dollars or in cents?
     "how many quarters in $5.10", "how many $20 bills in $99",  # 20 or 20.4, 4 or 4.95
     "3 kg at $2 per pound",  # a factor no one writes
     "interest on $1000 at 5% for 3 years",  # simple or compound

@@ -23,16 +23,13 @@ MAX_CHARS = 300
 MONEY = ("money", "gbp", "eur")
 
 
-def _in_main_unit(tree, kind, units: set[str]):
+def _in_main_unit(tree, kind):
     """An amount of money with no unit asked for: in dollars (pounds, euros) where it is in dollars or in bills
-    ("$50 - 18 dollars 40 cents", "4 $20 bills + 3 $10 bills"), in cents where only cents were written ("200
-    cents + 50 cents"); anything else ("$3 + 4 cents": $3.04 or 304 cents; "3 dimes + 2 dimes": 5 dimes or 50
-    cents) gets no key (kind "items": refused below)."""
-    factors = {Fraction(u.split(":")[1]) for u in units if u.split(":")[0] == kind[0]}
+    ("$50 - 18 dollars 40 cents", "4 $20 bills + 3 $10 bills"); in cents or coins it gets no key (kind "items":
+    refused below): "25 cents times 8" (200 cents or $2?), "$3 + 4 cents" ($3.04 or 304 cents?), "3 dimes + 2
+    dimes" (5 dimes or 50 cents?)."""
     if kind[1] >= 1:
         return (tree if kind[1] == 1 else rt.mul(tree, rt.num(kind[1]))), None
-    if factors == {Fraction(1, 100)}:
-        return tree, None
     return tree, ("items",)
 
 
@@ -50,7 +47,7 @@ def _key_of(reading, units: set[str], letter: bool) -> tuple[str, Fraction] | No
         k = f"q:{form[0]}x{form[1]:+d}"
         return k, key_solution(k)
     if isinstance(kind, tuple) and kind[0] in MONEY:
-        tree, kind = _in_main_unit(tree, kind, units)
+        tree, kind = _in_main_unit(tree, kind)
     if kind not in (None, "w", "d") and not (isinstance(kind, tuple) and kind[0] != "items" and len(units) <= 1):
         return None
     if rt.has_var(tree) or (tree[0] == "n" and tree[2].denominator == 1):

@@ -251,6 +251,7 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | sexpr FOR NUM ITEMS? (COMMA | SEP)* HOW MUCH (IS | FOR)? NUM ITEMS? -> unit_price_r
         | idiomq ITEMS? AT sexpr EACH -> at_each
         | HOW MUCH (DOES? PAY FOR sexpr | DOES sexpr COST) (AT | WITH) percent OFF -> off_r
+        | HOW MUCH IS? SAVE ON sexpr (AT | WITH) percent OFF -> tip_at
         | HOW MUCH (DOES? PAY FOR sexpr | DOES sexpr COST) AFTER A? percent DISCOUNT -> off_r
         | HOW MUCH (DOES? PAY FOR sexpr | DOES sexpr COST) WITH A? percent TIP -> plus_part
         | NUMBERW OF UNIT (IN | IS IN | EQUALS) sexpr -> convert_r
