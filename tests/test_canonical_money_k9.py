@@ -65,7 +65,8 @@ KEYED = [
     ("40 to 50 is what % increase", F(25)), ("50 to 40 is what % decrease", F(20)), ("what percent is .35", F(35)),
     ("% change from 50 to 40", F(-20)), ("what is 20 as a percentage of 80", F(25)),
     ("avg of 4 8 15", F(9)), ("what's the avg of 10 & 15", F(25, 2)), ("find the median: 3, 9, 1, 7, 5", F(5)),
-    ("what's the median of 3 9 1 7 5", F(5)), ("the mean of these numbers: 3, 5, 10", F(6)),
+    ("what's the median of 3 9 1 7 5", F(5)), ("avg of 4 8 15, then add 2", F(11)),
+    ("2 plus 9, then multiply by 4", F(44)), ("£5 and 50 pence", F(11, 2)), ("the mean of these numbers: 3, 5, 10", F(6)),
     # units asked for with one letter, years
     ("convert 3.2 km to m", F(3200)), ("2.5 km = ? m", F(2500)), ("2.5 yrs = ? months", F(30)),
 ]
@@ -97,6 +98,8 @@ REFUSED = [
     "3 times more than 12",  # 36 or 48
     "50 is what percent more than 60", "50 to 40 is what % increase",  # against the direction
     "average of 1 000 2 000", "the median of 3 9 1/2 7", "max of 12 345 6",  # a thousands group, a mixed number
+    "avg of 4 8 15 plus 2", "avg of 4 8 15 - 2",  # the list's last item or the whole list?
+    "twice as much as 37 plus 1", "what percent more is 40 than 50", "18 dollars 140 cents", "£5 + 50 pence",
     "how many $5 bills do I need for $85",  # "need": an unknown word
 ]
 

@@ -207,6 +207,11 @@ def tokens(text: str) -> list[Token]:
         if a[0] in ("num", "mixed") and b[0] in ("num", "mixed") and (
                 "mixed" in (a[0], b[0]) or re.fullmatch(r"\d{3}", b[1])):
             raise Refuse("numbers side by side: a list, a mixed number or a thousands group")
+    for i in range(1, len(raw) - 1):
+        # a list of bare numbers followed by an operator ("the mean of 4 8 15 plus 2"): the list's last item or
+        # the whole list? ("4, 8, 15 plus 2" is read both ways)
+        if raw[i - 1][0] in ("num", "mixed") and raw[i][0] in ("num", "mixed") and raw[i + 1][1] in _AFTER_LIST:
+            raise Refuse("an operator after a list of bare numbers")
     out: list[Token] = []
     words = [v for _, v, _ in raw]
     tight = [sp is False for _, _, sp in raw]
@@ -309,6 +314,8 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
     raise Refuse(f"unknown word {w!r}")
 
 
+_AFTER_LIST = frozenset("""+ - * / ^ % \u00f7 plus minus times over divided multiplied mulby divby squared cubed
+less more lessthan morethan doubled halved tripled take and to by of percent poww mod modulo""".split())
 _CURRENCY_SIGNS = {"dollarsign": "money:1", "poundsign": "gbp:1", "eurosign": "eur:1"}
 
 
