@@ -59,3 +59,23 @@ def test_a_k7_key_of_a_grouping_writers_disagree_on_is_dropped(tmp_path):
         assert cat.problems.key(pid)["canonical_key"] is None
         assert cat.problems.by_keys(["e:*(8,^(3,2))"]) == []
         assert cat.problems.by_hash(pid)["text"] == text
+
+
+def test_k8_keys_are_recomputed_under_k9(tmp_path):
+    """k9 reads more money phrasings and drops k8's key of coins with no unit asked for: a stored problem gains
+    its new key, or loses the old one, when catalog.ensure_keys runs (the problem itself is kept)."""
+    gained, lost = "tip 15% on $42", "3 dimes + 2 dimes"  # k8: no key / e:+(2,3) (5 dimes or 50 cents?)
+    assert canonical.canonical_key(lost) is None
+    with Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}") as cat:
+        ids = {t: cat.problems.add(t, a, "me", "t") for t, a in ((gained, "6.3"), (lost, "0.5"))}
+        keys = TABLES["problem_keys"]
+        with cat.write() as conn:
+            for text, old in ((gained, None), (lost, "e:+(2,3)")):
+                conn.execute(update(keys).where(keys.c.problem_id == ids[text])
+                             .values(key_version="k8", canonical_key=old))
+        assert cat.problems.ensure_keys() == 2
+        assert cat.problems.key(ids[gained])["canonical_key"] == canonical.canonical_key(gained) is not None
+        assert canonical.value(canonical.canonical_key(gained)) == canonical.value("15% of 42")
+        assert cat.problems.key(ids[lost])["canonical_key"] is None
+        assert cat.problems.by_keys(["e:+(2,3)"]) == []
+        assert cat.problems.by_hash(ids[lost])["text"] == lost

@@ -36,8 +36,12 @@ from galahad.flywheel.problems.reader_lexer import Refuse, tokens
 # reader (issue 49): every parse enumerated, every word accounted for, undefined values unkeyed. A stored
 # key of an older version is recomputed (catalog.ensure_keys), so no key of a misread text survives. k8: no
 # key for groupings writers disagree on (reader_doubt.py: "eight multiplied by three squared" had one in k7);
-# no key of k7 changed, some are gone, new phrasings (money, comparisons) have one.
-KEY_VERSION = "k8"
+# no key of k7 changed, some are gone, new phrasings (money, comparisons) have one. k9: more money, comparison,
+# percent and average phrasings have a key (pounds and euros, dollars and cents in words, bills, prices per
+# unit, simple interest, "twice as much as", "what percent more", lists with spaces); k8 keys of money in cents
+# or coins with no unit asked for ("3 dimes + 2 dimes", "25 cents times 8") and of counts of coins or bills that
+# are no whole number ("how many quarters in $5.10") are gone. A stored problem is re-keyed by catalog.ensure_keys (new keys included).
+KEY_VERSION = "k9"
 MAX_CHARS = reader.MAX_CHARS  # checked first: a longer text is no arithmetic one-liner, no key
 
 

@@ -20,7 +20,20 @@ from galahad.flywheel.problems.reader_meaning import readings
 MAX_CHARS = 300
 
 
-def _key_of(reading, one_unit: bool, letter: bool) -> tuple[str, Fraction] | None:
+MONEY = ("money", "gbp", "eur")
+
+
+def _in_main_unit(tree, kind):
+    """An amount of money with no unit asked for: in dollars (pounds, euros) where it is in dollars or in bills
+    ("$50 - 18 dollars 40 cents", "4 $20 bills + 3 $10 bills"); in cents or coins it gets no key (kind "items":
+    refused below): "25 cents times 8" (200 cents or $2?), "$3 + 4 cents" ($3.04 or 304 cents?), "3 dimes + 2
+    dimes" (5 dimes or 50 cents?)."""
+    if kind[1] >= 1:
+        return (tree if kind[1] == 1 else rt.mul(tree, rt.num(kind[1]))), None
+    return tree, ("items",)
+
+
+def _key_of(reading, units: set[str], letter: bool) -> tuple[str, Fraction] | None:
     (tree, kind), frame = reading
     if kind == "solved":  # x = t: an equation to solve for a letter, else (a definition, "let f = 3 + 2",
         # or an unknown in words, "what number is 3 + 2") the question t
@@ -33,7 +46,9 @@ def _key_of(reading, one_unit: bool, letter: bool) -> tuple[str, Fraction] | Non
             return None
         k = f"q:{form[0]}x{form[1]:+d}"
         return k, key_solution(k)
-    if kind not in (None, "w", "d") and not (isinstance(kind, tuple) and kind[0] != "items" and one_unit):
+    if isinstance(kind, tuple) and kind[0] in MONEY:
+        tree, kind = _in_main_unit(tree, kind)
+    if kind not in (None, "w", "d") and not (isinstance(kind, tuple) and kind[0] != "items" and len(units) <= 1):
         return None
     if rt.has_var(tree) or (tree[0] == "n" and tree[2].denominator == 1):
         return None
@@ -61,7 +76,7 @@ def key_and_value(text: str) -> tuple[str, Fraction] | None:
     for r in found:
         if not (isinstance(r, tuple) and len(r) == 2 and r[1] in ("ask", "q")):
             continue
-        got = _key_of(r, len(units) <= 1, equation)
+        got = _key_of(r, units, equation)
         if got is None:
             return None
         keyed.add(got)

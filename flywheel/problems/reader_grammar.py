@@ -29,6 +29,7 @@ GRAMMAR = r"""
 %declare CHANGE OFF ON TIP ITEMS SPLIT AMONG EVENLY LEAVES INTEGER SQRTSYM CBRTSYM SQRTP CBRTP WHICH OR
 %declare RAISE BE SUCH THAT MUST MODSYM FLOOR EQUATION SATISFIES NEGATE ABSF POWW DISTANCE FAR APART
 %declare DISCOUNT WITH SAVE AFTER PRICE PER CLOCK MAXIMUM MINIMUM WAYS LONG MOREADJ LESSADJ PAY BACK NUMBERS RANGE
+%declare UP SIMPLE INTEREST EARN PERYEAR DIFFER
 
 start: (SEP | COLON)* _question (SEP | COMMA)*
 _question: ask | equation_q | functions_q
@@ -131,8 +132,8 @@ percent: (NUM | frac) (PCT | PERCENT)
       | MAXIMUM LP items RP -> maximum | MINIMUM LP items RP -> minimum
       | QUOTIENT OF sexpr (AND | DIVBY) _arg2 -> quotient
       // "the ratio of 4 to 12", "4:12 as a fraction" (reader_lexer): a / b as a number
-      | RATIO OF sexpr TO _arg2 -> ratio
-      | (MEAN OF | MEAN) items -> mean | MEDIAN OF items -> median
+      | RATIO OF? sexpr TO _arg2 -> ratio
+      | (MEAN OF | MEAN) items -> mean | MEDIAN OF? items -> median
       | (SQUARE OF | SQUARE) of_arg -> square | (CUBE OF | CUBE) of_arg -> cube
       | SQRT of_arg -> sqrt | CBRT of_arg -> cbrt
       | TWICE of_arg -> twice | (DOUBLE | DOUBLE OF) of_arg -> twice | TRIPLE of_arg -> thrice
@@ -149,7 +150,10 @@ clock: CLOCK NUM
 _tail: (COMMA | SEP)+ HOW MUCH IS _tip
 _total: (COMMA | SEP)+ (WHAT IS | HOW MUCH IS)? (SUM COST? | PRICE | SUM PRICE)
 ?of_arg: satom | expr | WHAT -> var
-items: NUMBERS? (sexpr (COMMA sexpr)* COMMA? AND (sexpr | expr) | sexpr (COMMA sexpr)+ | sexpr (AND sexpr)+)
+items: NUMBERS? COLON? (sexpr (COMMA sexpr)* COMMA? AND (sexpr | expr) | sexpr (COMMA sexpr)+ | sexpr (AND sexpr)+
+     // three or more bare numbers with spaces only (reader_lexer refuses a mixed number or a 3-digit group in such a run)
+     | spnum spnum spnum+)
+spnum: NUM -> num
 
 // ---- commands ------------------------------------------------------------------------------------------
 ?command: ADD sexpr AND sneg -> c_add | ADD sexpr TO sneg -> c_add | (ADD | SUM) items -> sum
@@ -165,7 +169,7 @@ items: NUMBERS? (sexpr (COMMA sexpr)* COMMA? AND (sexpr | expr) | sexpr (COMMA s
        | INCREASE sexpr BY sneg -> increase | DECREASE sexpr BY sneg -> decrease
        | (SPLIT | DIVIDE) sexpr EVENLY? (AMONG | BETWEEN | BY) NUM ITEMS? -> c_divide
        | command COMMA? (IN | TO) UNIT -> convert
-rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
+rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST UNIT -> r_nearest_unit
         | NEAREST (WHOLE NUMBERW? | INTEGER) -> r_whole | NUM DP -> r_dp | NUM SF -> r_sf
 
 // ---- relative change, conversions, comparisons -----------------------------------------------------------
@@ -173,7 +177,8 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | sexpr (DECREASED BY | LESS) sexpr -> decrease
         | sexpr MORETHAN sexpr -> rel_more | sexpr LESSTHAN sexpr -> rel_less
         | percent OFF sexpr -> off | sexpr (OFF | LESS) percent -> off_r
-        | A? percent _tip (ON | OF) sexpr _tail? -> part_of | _tip OF percent ON sexpr -> part_of
+        | A? percent _tip (ON | OF | FOR) sexpr _tail? -> part_of | _tip OF? percent (ON | FOR) sexpr -> part_of
+        | TAKE percent OFF OF? sexpr -> off
         | _tip ON sexpr AT percent OFF? -> tip_at
         // a discount takes the part off ("$80 with 25% off", "the price of $80 after a 25% discount")
         // time elapsed between two clock times ("from 10 pm to 6 am": the next morning), or two whole hours of
@@ -222,17 +227,53 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
         | A? percent TIP (ON | OF) sexpr _total -> tip_total | A? percent DISCOUNT (ON | OF) sexpr _total -> off
         | sexpr IS percent OFF (COMMA | SEP)* (WHAT IS PRICE | HOW MUCH IS IT | WHAT DOES IT COST) -> off_r
         | RANGE OF items -> range
+        // "the difference between the largest and smallest of 4, 19, 11", "max minus min of 4, 19, 11"
+        | DIFFERENCE BETWEEN MAXIMUM AND MINIMUM (OF | IN | AMONG) items -> range
+        | MAXIMUM (MINUS | DASH) MINIMUM (OF | IN | AMONG) items -> range
         // "A meal costs $60. What is a 15% tip?": the part
         | A? ITEMS (COST | IS) sexpr (SEP | COMMA)+ (WHAT IS | HOW MUCH IS) A? percent _tip -> tip_after
-?compare: HOW (MUCH | MANY) MORE IS sexpr THAN sexpr -> cmp_more | HOW MUCH LESS IS sexpr THAN sexpr -> cmp_less
+        // a price per unit times an amount in that unit: "3 pounds at $2.40 per pound", "$14.50 an hour for 8 hours"
+        | sexpr (PER | SLASH | A) UNIT FOR sexpr -> rate
+        | (HOW MUCH FOR | COST OF)? sexpr (OF ITEMS)? AT sexpr (PER | SLASH | A) UNIT -> rate_r
+        | HOW MUCH DOES? sexpr (OF ITEMS)? COST AT sexpr (PER | SLASH | A) UNIT -> rate_r
+        // the price of one unit or item: "$4.80 for 16 ounces, what is the price per ounce?", "$4.50 for 6 cans, price per can?"
+        | sexpr FOR sexpr (COMMA | SEP)* (WHAT IS | HOW MUCH IS)? (PRICE | COST) PER UNIT -> per_unit
+        | sexpr FOR NUM ITEMS (COMMA | SEP)* (WHAT IS | HOW MUCH IS)? (PRICE | COST) PER ITEMS? -> unit_price_r1
+        // change for a count at a price each: "change from $10 for 3 things costing $1.85 each"
+        | (HOW MUCH)? CHANGE BACK? FROM sexpr (FOR | ON) NUM ITEMS? (AT | COST) sexpr EACH -> change_each
+        // simple interest (the rate is yearly): "the simple interest on $1000 at 5% for 3 years"
+        | SIMPLE INTEREST EARN? (ON | OF | FOR) sexpr AT percent PERYEAR? (FOR | OVER | IN) sexpr -> interest
+        | SIMPLE INTEREST EARN? (ON | OF | FOR) sexpr (FOR | OVER | IN) sexpr AT percent PERYEAR? -> interest_r
+        | HOW MUCH INTEREST DOES sexpr EARN AT percent PERYEAR? SIMPLE INTEREST PERYEAR? (FOR | OVER | IN) sexpr -> interest
+        // a sum: "what do $3.49, $2.99 and $1.25 add up to", "add $3.49, $2.99 and $1.25"
+        | WHAT DOES? quantity ADD UP TO -> total_list | quantity ADD UP TO WHAT? -> total_list | ADD quantity -> total_list
+        | WHAT DOES? items ADD UP TO -> sum | items ADD UP TO WHAT? -> sum
+        | sexpr FOR NUM ITEMS? (COMMA | SEP)* HOW MUCH (IS | FOR)? NUM ITEMS? -> unit_price_r
+        | idiomq ITEMS? AT sexpr EACH -> at_each
+        | HOW MUCH (DOES? PAY FOR sexpr | DOES sexpr COST) (AT | WITH) percent OFF -> off_r
+        | HOW MUCH IS? SAVE ON sexpr (AT | WITH) percent OFF -> tip_at
+        | HOW MUCH (DOES? PAY FOR sexpr | DOES sexpr COST) AFTER A? percent DISCOUNT -> off_r
+        | HOW MUCH (DOES? PAY FOR sexpr | DOES sexpr COST) WITH A? percent TIP -> plus_part
+        | NUMBERW OF UNIT (IN | IS IN | EQUALS) sexpr -> convert_r
+        | HOW MANY UNIT (IS | EQUALS) expr -> convert_r | sexpr (COMMA | SEP)+ HOW MANY UNIT IS THAT -> convert
+        // percentages: "what percent is .35", "40 to 50 is what % increase", "20 as a percent of 80"
+        | WHAT PERCENT IS sexpr -> as_percent | sexpr ASPERCENT OF sexpr -> pct_of
+        | sexpr TO sexpr IS WHAT PERCENT (INCREASE | INCREASED) -> pct_up
+        | sexpr TO sexpr IS WHAT PERCENT (DECREASE | DECREASED) -> pct_down
+        | sexpr TO sexpr IS WHAT PERCENT CHANGE -> pct_change
+        // a sequence of steps: "2 times 9, then add 4"
+        | expr COMMA? THEN ADD sneg -> add | expr COMMA? THEN SUBTRACT sneg -> sub
+        | expr COMMA? THEN MULTIPLY BY sneg -> mul | expr COMMA? THEN DIVIDE BY sneg -> div
+idiomq: count? IDIOM -> idiom
+?compare: HOW (MUCH | MANY) MORE IS sexpr THAN sexpr -> cmp_more | HOW (MUCH | MANY) LESS IS sexpr THAN sexpr -> cmp_less
        | BY HOW MUCH IS sexpr MORE THAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESS THAN sexpr -> cmp_less
        | HOW (MUCH | MANY) MORE THAN sexpr IS sexpr -> cmp_less | HOW MUCH LESS THAN sexpr IS sexpr -> cmp_more
        | HOW MUCH DOES sexpr EXCEED sexpr BY -> cmp_more | sexpr EXCEED sexpr BY HOW MUCH -> cmp_more
        | HOW MANY MORETHAN sexpr IS sexpr -> cmp_less
        // "is a or b larger?", "what is the larger number, a or b?", "the maximum of a and b"
        | IS sexpr OR sexpr MORE -> maximum | IS sexpr OR sexpr LESS -> minimum
-       | WHAT IS MORE NUMBERW (COMMA | COLON)? sexpr OR _arg2 -> maximum
-       | WHAT IS LESS NUMBERW (COMMA | COLON)? sexpr OR _arg2 -> minimum
+       | WHAT IS MORE (NUMBERW | FRACTIONW)? (COMMA | COLON)? sexpr OR _arg2 -> maximum
+       | WHAT IS LESS (NUMBERW | FRACTIONW)? (COMMA | COLON)? sexpr OR _arg2 -> minimum
        | BY HOW MUCH DOES? sexpr EXCEED sexpr -> cmp_more | sexpr IS HOW MUCH MORETHAN sexpr -> cmp_more
        | BY HOW MUCH IS sexpr MORETHAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESSTHAN sexpr -> cmp_less
        | HOW MUCH LESSTHAN sexpr IS sexpr -> cmp_more | HOW MUCH MORETHAN sexpr IS sexpr -> cmp_less
@@ -243,8 +284,8 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
        | MAXIMUM NUMBERW? (IN | AMONG) items -> maximum | MINIMUM NUMBERW? (IN | AMONG) items -> minimum
        | HOW MANY TIMES MORE IS sexpr THAN sexpr -> cmp_times | HOW MANY TIMES AS MORE IS sexpr AS sexpr -> cmp_times
        | HOW MANY TIMES DOES sexpr GO INTO sexpr -> cmp_times_r
-       | WHICH NUMBERW? IS (MORE | MAXIMUM) (COMMA | COLON)? choices -> maximum
-       | WHICH NUMBERW? IS (LESS | MINIMUM) (COMMA | COLON)? choices -> minimum
+       | WHICH (NUMBERW | FRACTIONW)? IS (MORE | MAXIMUM) (COMMA | COLON)? choices -> maximum
+       | WHICH (NUMBERW | FRACTIONW)? IS (LESS | MINIMUM) (COMMA | COLON)? choices -> minimum
        | WHAT IS MAXIMUM NUMBERW (COMMA | COLON)? choices -> maximum
        | WHAT IS MINIMUM NUMBERW (COMMA | COLON)? choices -> minimum
        // a comparative of a measure ("how much taller is 180 cm than 165 cm", "65 is how much smaller than 90")
@@ -253,6 +294,17 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac
        | sexpr IS HOW MUCH (MORE | MOREADJ) THAN sexpr -> cmp_more
        | sexpr IS HOW MUCH (LESS | LESSADJ) THAN sexpr -> cmp_less | sexpr IS HOW MUCH LESSTHAN sexpr -> cmp_less
        | HOW MANY TIMES IS sexpr MORE THAN sexpr -> cmp_times | sexpr IS HOW MANY TIMES MORE THAN sexpr -> cmp_times
+       // "twice as much as 37", "3 times as many as 12", "half as big as 58"
+       | TWICE AS (MUCH | MANY | MORE | LONG) AS sexpr -> twice
+       // "by how much do 45 and 17 differ", "how much do 45 and 17 differ by": |a - b|
+       | BY HOW MUCH DOES? sexpr AND sexpr DIFFER -> distance | HOW MUCH DOES? sexpr AND sexpr DIFFER BY -> distance
+       | (NUM TIMES | fraction_words) AS (MUCH | MANY | MORE | LONG) AS sexpr -> as_much
+       // percent more or less than: "50 is what percent more than 40" ((50 - 40) / 40)
+       | WHAT PERCENT (MORE | MOREADJ) IS sexpr THAN sexpr -> pct_more | WHAT PERCENT (LESS | LESSADJ) IS sexpr THAN sexpr -> pct_less
+       | sexpr IS WHAT PERCENT (MORETHAN | (MORE | MOREADJ) THAN) sexpr -> pct_more
+       | sexpr IS WHAT PERCENT (LESSTHAN | (LESS | LESSADJ) THAN) sexpr -> pct_less
+       | BY WHAT PERCENT IS sexpr (MORETHAN | (MORE | MOREADJ) THAN) sexpr -> pct_more
+       | BY WHAT PERCENT IS sexpr (LESSTHAN | (LESS | LESSADJ) THAN) sexpr -> pct_less
 choices: sexpr (COMMA sexpr)* COMMA? OR _arg2 -> items | sexpr (COMMA sexpr)+ -> items
 
 // ---- equations and functions ---------------------------------------------------------------------------

@@ -52,6 +52,16 @@ _TOKEN = re.compile(r"""
 _SYMS = {"+": "PLUSS", "-": "DASH", "*": "STAR", "/": "SLASH", "\u00f7": "SLASH", "^": "CARET", "(": "LP",
          ")": "RP", ",": "COMMA", "=": "EQ", "%": "PCT", "?": "SEP", ".": "SEP", ";": "SEP", ":": "COLON",
          "|": "BAR"}
+_BILLS = {1: "one", 2: "two", 5: "five", 10: "ten", 20: "twenty", 50: "fifty", 100: "hundred"}
+_BILL_WORDS = {f"billsof{w}": v for v, w in _BILLS.items()}
+
+
+def _bills(m: re.Match) -> str:
+    n = m.group(1) or m.group(2)
+    v = int(n) if n.isdigit() else lx.SMALL.get(n, 0) if n != "hundred" else 100
+    return f" billsof{_BILLS[v]} " if v in _BILLS else " badbills "
+
+
 def _clock(m: re.Match) -> str:
     """'10 pm', '6:30 a.m.': ' clockat <minutes after midnight> ' (an hour past 12: an unknown word, no key)."""
     h, mins = int(m.group(1)), int(m.group(2) or 0)
@@ -73,9 +83,9 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     # a ratio with a colon is a number only where the text asks for one ("4:12 as a fraction", "the ratio 4:12"):
     # a bare "4:12" is also a clock time
     (r"\bratio (?:of )?(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)(?![\d.:])", r" ratio of \1 to \2 "),
-    (r"(?<![\d.:])(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)(?=\s+as an? (?:single |simplified )?(?:fraction|number|decimal)\b)",
+    (r"(?<![\d.:])(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)(?=\s+(?:simplified\s+)?as an? (?:single |simplified |reduced )?(?:fraction|number|decimal)\b)",
      r" ratio of \1 to \2 "),
-    (r"\bas an? (?:simplified |common |proper |improper )?(?:fraction|decimal|whole number|number)\b", " "),
+    (r"\bas an? (?:simplified |reduced |common |proper |improper )?(?:fraction|decimal|whole number|number)\b", " "),
     (r"\bin (?:its )?(?:simplest|lowest) (?:form|terms)\b", " "), (r"\bwhat'?s\b", "what is"),
     (r"\b(\d+)\s*(?:to the)\s*(\d+)(?:st|nd|rd|th)\b", r"\1 poww \2"), (r"\bout of\b", " divby "), (r"\braised to(?: the power of| the power)?\b", " poww "),
     (r"\bto the (?:power of|power)\b", " poww "), (r"\bmultiplied by\b", " mulby "),
@@ -91,9 +101,15 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\bmore expensive\b", " pricier "), (r"\bless expensive\b", " cheaper "), (r"\bmin\s*(?=\()", " minimum "), (r"\bmin of\b", " minimum of "),
     (r"\bby what amount\b", " by how much "), (r"\bon sale (?:for|at) (?=[\d.]+\s*(?:%|percent) off)", " "),
     (r"\bmarked (down|up)(?: by)?\b", lambda m: " decreased by " if m.group(1) == "down" else " increased by "),
+    # "$20 bills", "five-dollar bills", "20-dollar bills": a unit of that many dollars ("how many $5 bills make $85")
+    (r"(?:\bdollarsign\s+(\d+)|\b(\d+|[a-z]+)[ -]dollar) bills\b", _bills),
     (r"\b(?:an?\s+)?(\d+|[a-z]+)[ -]dollar bill\b", r" \1 dollars "),
+    (r"\bcompared (?:to|with)\b", " than "), (r"\bpct\b", " percent "), (r"\bwhat\s*%", " what percent "),
+    (r"(?:^|(?<=[\s(]))%\s*(?=(?:change|increase|decrease)\b)", " percent "), (r"&", " and "),
+    (r"\bgoing from\b", " from "), (r"\b(?:positive|absolute) difference\b", " distance "),
+    (r"\b(?:per annum|per year|a year|each year|every year|annually|yearly|annual)\b", " peryear "), (r"\bgratuity\b", " tip "),
     # "a $25 purchase", "a $50 shirt": the amount; the noun after it names no number
-    (r"\b(?:an?\s+)?(dollarsign\s+[\d.,]*\d)\s+(?:purchase|bill|item|meal|order|check|tab|dinner|lunch"
+    (r"\b(?:an?\s+)?((?:dollar|pound|euro)sign\s+[\d.,]*\d)\s+(?:purchase|bill|item|meal|order|check|tab|dinner|lunch"
      r"|breakfast|shirt|jacket|coat|dress|book|toy|game|ticket|sweater|lamp|bike|phone|watch|bag)\b", r" \1 "),
 ]]
 
@@ -121,6 +137,10 @@ def normalize(text: str) -> str:
     t = re.sub(r"(?<=[a-z]{2})-(?=[a-z]{2})|(?<=\d)-(?=[a-z]{2})", " ", t)
     t = _POST.sub("", _PRE.sub("", t))
     t = re.sub(r"\$(?=\s*[\d.])", " dollarsign ", t)
+    t = re.sub(r"(=|\bin|\bto)\s*\$(?=\s*\?)", r"\1 dollars ", t)  # "350\u00a2 = $?": in dollars
+    t = re.sub(r"\u00a3(?=\s*[\d.])", " poundsign ", t)
+    t = re.sub(r"\u20ac(?=\s*[\d.])", " eurosign ", t)
+    t = re.sub(r"(?<=[\d.])\s*\u20ac", " euros ", t)
     for pat, rep in _PHRASES:
         t = pat.sub(rep, t)
     return t
@@ -181,6 +201,17 @@ def tokens(text: str) -> list[Token]:
         kind = m.lastgroup
         if kind != "space":
             raw.append((kind, m.group(), m.start() > 0 and t[m.start() - 1] == " "))
+    for a, b in zip(raw, raw[1:], strict=False):
+        # bare numbers side by side are a list ("the median of 3 9 1 7 5") only where no other grouping is
+        # possible: "9 1/2" (a list item or a mixed number?), "1 000" (a thousands group?)
+        if a[0] in ("num", "mixed") and b[0] in ("num", "mixed") and (
+                "mixed" in (a[0], b[0]) or re.fullmatch(r"\d{3}", b[1])):
+            raise Refuse("numbers side by side: a list, a mixed number or a thousands group")
+    for i in range(1, len(raw) - 1):
+        # a list of bare numbers followed by an operator ("the mean of 4 8 15 plus 2"): the list's last item or
+        # the whole list? ("4, 8, 15 plus 2" is read both ways)
+        if raw[i - 1][0] in ("num", "mixed") and raw[i][0] in ("num", "mixed") and raw[i + 1][1] in _AFTER_LIST:
+            raise Refuse("an operator after a list of bare numbers")
     out: list[Token] = []
     words = [v for _, v, _ in raw]
     tight = [sp is False for _, _, sp in raw]
@@ -244,8 +275,10 @@ def tokens(text: str) -> list[Token]:
 def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
     prev = words[i - 1] if i else ""
     nxt = words[i + 1] if i + 1 < len(words) else ""
-    if w == "dollarsign":
-        return [Token("DOLLAR", "$")]
+    if w in _CURRENCY_SIGNS:
+        return [Token("DOLLAR", _CURRENCY_SIGNS[w])]
+    if w in _BILL_WORDS:  # "$20 bills", "five-dollar bills": a unit of N dollars
+        return [Token("UNIT", f"money:{_BILL_WORDS[w]}")]
     if w == "mulby":  # "multiplied by": the symbol's grammar, its words kept for reader_doubt
         return [Token("STAR", "multiplied by")]
     if w in lx.IDIOMS:
@@ -259,14 +292,16 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
         return [Token("FRACN", str(lx.DENOM_MANY[w]))]
     if w in ("poww", "divby", "morethan", "lessthan", "dp", "sf", "sqrt", "cbrt", "root2", "root3", "point"):
         return [Token(w.upper(), w)]
-    if w in lx.UNIT and w not in lx.WORDS and (len(w) > 1 or (prev[:1].isdigit() and not tight)):
+    # a one-letter unit after a number ("5 m"), or asked for at the end ("convert 3.2 km to m", "2.5 km = ? m")
+    if w in lx.UNIT and w not in lx.WORDS and (len(w) > 1 or (prev[:1].isdigit() and not tight)
+                                                or (prev in ("to", "into", "in", "?") and nxt in ("", "?", "."))):
         return [Token("UNIT", _unit(w))]
     if len(w) == 1 and w not in ("a", "i"):
         if nxt == "(" and w in "fghpq":
             return [Token("FUNC", w)]
         if w == "r" and prev[:1].isdigit() and any(v in _DIVISION for v in words):
             raise Refuse("'9 r 8' beside a division: remainder notation, not an unknown")
-        if w == "x" and prev[:1].isdigit() and nxt[:1].isdigit():
+        if w == "x" and prev[:1].isdigit() and (nxt[:1].isdigit() or (nxt[:1] == "." and nxt[1:2].isdigit())):
             if tight:
                 raise Refuse("3x4: times or hexadecimal")
             return [Token("STAR", "x")]
@@ -282,13 +317,17 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
 
 
 _DIVISION = frozenset(("\u00f7", "/", "divided", "divide", "div", "into", "over", "by"))
+_AFTER_LIST = frozenset("""+ - * / ^ % \u00f7 plus minus times over divided multiplied mulby divby squared cubed
+less more lessthan morethan doubled halved tripled take and to by of percent poww mod modulo""".split())
+_CURRENCY_SIGNS = {"dollarsign": "money:1", "poundsign": "gbp:1", "eurosign": "eur:1"}
 
 
 def _a_is_var(words: list[str], i: int) -> bool:
     """'a' next to a symbol or a digit is an unknown ("5*a", "3a + 2", "a = 4"), not the article."""
     prev = words[i - 1] if i else ""
     nxt = words[i + 1] if i + 1 < len(words) else ""
-    return prev in ("*", "(", "+", "-", "=") or nxt in ("=", "+", "-", "*", "^", ")") or prev[:1].isdigit()
+    return prev in ("*", "(", "+", "-", "=") or nxt in ("=", "+", "-", "*", "^", ")") or (
+        prev[:1].isdigit() and nxt not in lx.UNIT)  # "$2.40 a pound": the article
 
 
 def _unit(w: str) -> str:
@@ -304,7 +343,7 @@ def _dollars(toks: list[Token]) -> list[Token]:
         if toks[i].type == "DOLLAR":
             if i + 1 >= len(toks) or toks[i + 1].type != "NUM":
                 raise Refuse("a dollar sign without an amount")
-            out += [toks[i + 1], Token("UNIT", "money:1")]
+            out += [toks[i + 1], Token("UNIT", toks[i].value)]
             i += 2
             continue
         out.append(toks[i])

@@ -14,7 +14,7 @@ please pls kindly compute calculate evaluate find determine work out simplify te
 the value result answer final exactly exact quickly quick question thanks thank you
 can could would will you i we just now precisely actually here following expression problem math
 write written express expressed simplest form respond reply only
-so hey hi okay ok mentally get do obtain solve money new list
+so hey hi okay ok mentally get do obtain solve money new list simplified these
 """.split())
 # "a"/"an"/"what"/"is" are grammar tokens (a dozen, a third; frames), never skipped blindly.
 
@@ -51,13 +51,16 @@ _U = {
                ("l", "liter", "liters", "litre", "litres"): F(1),
                ("gallon", "gallons", "gal"): F(3785411784, 10**9), ("quart", "quarts", "qt"): F(3785411784, 4 * 10**9),
                ("pint", "pints", "pt"): F(3785411784, 8 * 10**9), ("cup", "cups"): F(3785411784, 16 * 10**9)},
-    "calendar": {("month", "months"): F(1), ("year", "years"): F(12), ("decade", "decades"): F(120)},
+    "calendar": {("month", "months"): F(1), ("year", "years", "yr", "yrs"): F(12), ("decade", "decades"): F(120)},
     "time": {("s", "sec", "secs", "second", "seconds"): F(1), ("min", "mins", "minute", "minutes"): F(60),
              ("h", "hr", "hrs", "hour", "hours"): F(3600), ("day", "days"): F(86400),
              ("week", "weeks"): F(604800)},
     "money": {("cent", "cents"): F(1, 100), ("dollar", "dollars", "bucks"): F(1),
               ("penny", "pennies"): F(1, 100), ("nickel", "nickels"): F(5, 100), ("dime", "dimes"): F(10, 100),
-              ("quarters",): F(25, 100)},
+              ("quarters",): F(25, 100), ("usd",): F(1)},
+    # other currencies: their own dimensions, so no amount of one joins or converts to another (no rate is known)
+    "gbp": {("gbp",): F(1), ("pence",): F(1, 100)},
+    "eur": {("euro", "euros", "eur"): F(1)},
 }
 UNIT = {w: (dim, f) for dim, table in _U.items() for names, f in table.items() for w in names}
 
@@ -86,7 +89,7 @@ WORDS = {
     "tripled": "TRIPLED", "halved": "HALVED", "halve": "HALVE", "percent": "PERCENT", "percentage": "PERCENT",
     "what": "WHAT", "is": "IS", "are": "IS", "equals": "EQUALS", "equal": "EQUALS", "a": "A", "an": "A",
     "how": "HOW", "much": "MUCH", "many": "MANY", "remainder": "REMAINDER", "mod": "MOD", "modulo": "MOD",
-    "when": "WHEN", "mean": "MEAN", "average": "MEAN", "median": "MEDIAN", "increase": "INCREASE",
+    "when": "WHEN", "mean": "MEAN", "average": "MEAN", "avg": "MEAN", "median": "MEDIAN", "increase": "INCREASE",
     "increased": "INCREASED", "decrease": "DECREASE", "decreased": "DECREASED", "reduce": "DECREASE",
     "reduced": "DECREASED", "exceed": "EXCEED", "exceeds": "EXCEED", "bigger": "MORE", "larger": "MORE",
     "greater": "MORE", "smaller": "LESS", "convert": "CONVERT", "if": "IF", "let": "LET", "for": "FOR",
@@ -113,7 +116,9 @@ WORDS = {
     "highest": "MAXIMUM", "smallest": "MINIMUM", "lowest": "MINIMUM", "least": "MINIMUM",
     "pay": "PAY", "pays": "PAY", "paid": "PAY", "paying": "PAY", "spent": "REMOVE", "spending": "REMOVE",
     "saved": "SAVE", "discounted": "DECREASED", "back": "BACK",
-    "numbers": "NUMBERS", "range": "RANGE",
+    "numbers": "NUMBERS", "range": "RANGE", "up": "UP", "simple": "SIMPLE", "interest": "INTEREST",
+    "earn": "EARN", "earns": "EARN", "earned": "EARN", "peryear": "PERYEAR", "gap": "DISTANCE",
+    "differ": "DIFFER", "costing": "COST", "priced": "COST",
 } | {w: "MOREADJ" for w in ("taller", "higher", "longer", "heavier", "older", "wider", "deeper", "farther",
                             "further", "faster", "costlier", "pricier")} \
   | {w: "LESSADJ" for w in ("shorter", "lower", "lighter", "younger", "narrower", "shallower", "cheaper",

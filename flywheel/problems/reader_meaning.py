@@ -46,6 +46,8 @@ from galahad.flywheel.problems.reader_ops import (
     _wbin,
 )
 from galahad.flywheel.problems.reader_phrases import (
+    _amount_more,
+    _as_much,
     _change,
     _cmp,
     _convert,
@@ -54,13 +56,18 @@ from galahad.flywheel.problems.reader_phrases import (
     _elapsed,
     _elapsed_24,
     _extreme,
+    _interest,
     _money,
     _pct_change,
     _pct_of,
+    _per_unit,
     _quotient,
+    _rate,
     _ratio,
     _round,
+    _round_unit,
     _sig_unit,
+    _total_list,
 )
 
 MAX_READINGS = 16
@@ -86,8 +93,7 @@ M = {
     "more_than": lambda a, b: _add(b, a) if a[1] not in ("%", "w") else None,
     "rel_more": lambda a, b: _relative(b, a, 1), "rel_less": lambda a, b: _relative(b, a, -1),
     "increase": lambda a, b: _relative(a, b, 1), "decrease": lambda a, b: _relative(a, b, -1),
-    "amount": _amount, "amount_more": lambda q, n, u: _add(q, _amount(n, u))  # "3 ft 8 in": each unit smaller than the last
-    if q[1] not in PLAIN + ("%",) and _amount(n, u)[1][1] < q[1][1] else None,
+    "amount": _amount, "amount_more": _amount_more,
     "idiom": _idiom, "idiom_and": lambda *c: _add(_idiom(*c[:-1]), (rt.num(Fraction(c[-1].value)), None)),
     "idiom_half": lambda *c: _add(_idiom(*c[:-2]), (rt.part_of(Fraction(1, 2), _idiom(*c[:-2])[0]), None))
     if c[-1].value == "2" else None,
@@ -129,7 +135,13 @@ M = {
     "r_sf": lambda n: (int(Fraction(n.value)), "sf"),
     "r_dp": lambda n: Fraction(1, 10 ** int(Fraction(n.value))) if Fraction(n.value) < 20 else None,
     "pct_of": _pct_of, "pct_of_r": lambda b, a: _pct_of(a, b),
-    "at_each": lambda n, q: _mul((rt.num(Fraction(n.value)), None), q),
+    "at_each": lambda n, q: _mul(n if isinstance(n, tuple) else (rt.num(Fraction(n.value)), None), q),
+    "rate": lambda *c: _rate(*_no_article(c)), "rate_r": lambda *c: _rate(*_no_article(c)[1:], _no_article(c)[0]),
+    "interest": _interest, "interest_r": lambda p, t, r: _interest(p, r, t), "total_list": _total_list,
+    "as_much": _as_much, "per_unit": _per_unit,
+    "unit_price_r1": lambda q, n: _div(q, (rt.num(Fraction(n.value)), None)),
+    "change_each": lambda paid, n, q: _change(paid, _mul((rt.num(Fraction(n.value)), None), q) or (None, "%")), "r_nearest_unit": lambda u: (u, "unit"),
+    "pct_more": lambda a, b: _pct_change(b, a, 1), "pct_less": lambda a, b: _pct_change(b, a, -1),
     "clock": lambda n: Fraction(n.value), "elapsed": _elapsed, "elapsed_r": lambda t1, t2, u: _elapsed(u, t1, t2),
     "elapsed_24": _elapsed_24,
     "plus_part": lambda a, p: _relative(a, p, 1),
@@ -148,6 +160,10 @@ M = {
 }
 
 
+def _no_article(c: tuple) -> tuple:
+    return tuple(x for x in c if not (isinstance(x, Token) and x.type == "A"))
+
+
 _KEEP_TOKENS = {"NUM", "UNIT", "IDIOM", "FRAC1", "FRACN", "FUNC", "A", "VAR"}
 
 
@@ -155,7 +171,8 @@ _WANT_TOKEN = {"num", "frac", "amount", "amount_more", "idiom", "idiom_and", "id
                "fw", "fw_one", "mixed", "percent", "r_nearest", "r_nearest_frac", "r_dp", "r_sf", "at_each",
                "call", "fdef", "convert", "convert_r", "var", "tdiv", "mixed_post", "pow_div", "mixed_pow", "div_chain", "amount_mixed", "c_divide", "amount_and_half",
                "unit_price", "unit_price_r", "clock", "elapsed", "elapsed_r", "elapsed_24",
-               "part_unit", "unit_price_one", "unit_price_if"}
+               "part_unit", "unit_price_one", "unit_price_if", "rate", "rate_r", "as_much", "r_nearest_unit",
+               "per_unit", "unit_price_r1", "change_each"}
 
 
 def readings(tree) -> set:
@@ -209,7 +226,11 @@ def _combine(f, args, data) -> set:
     pools = [a if isinstance(a, set) else [a] for a in args]
     out = set()
     for combo in itertools.product(*pools):
-        if data == "round":
+        if data == "round" and isinstance(combo[1], tuple) and combo[1][1] == "unit":
+            combo = _round_unit(combo[0], combo[1][0])
+            if combo is None:
+                continue
+        elif data == "round":
             combo = (combo[0], combo[1] if not (isinstance(combo[1], tuple) and combo[1][1] == "sf")
                      else _sig_unit(combo[0][0], combo[1][0]))
         got = f(*combo)

@@ -205,10 +205,29 @@ def _percent(p):
 ONE_T = Token("NUM", "1")
 
 
+MONEY = ("money", "gbp", "eur")
+
+
+def _money(r) -> bool:
+    return isinstance(r[1], tuple) and r[1][0] in MONEY
+
+
+def _dollars_and_cents(q, b):
+    """Whole dollars (pounds, euros) then whole cents under 100 are one literal in dollars: "18 dollars (and)
+    40 cents" is $18.40, the same key as "$18.40"; None for any other pair."""
+    if not (_money(q) and b[1] == (q[1][0], Fraction(1, 100)) and q[1][1] == 1 and q[0][0] == "n"
+            and len(q[0]) == 3 and b[0][0] == "n" and len(b[0]) == 3):
+        return None
+    d, c = q[0][2], b[0][2]
+    if d.denominator != 1 or c.denominator != 1 or not 0 <= c < 100:
+        return None
+    return rt.num(d + c / 100), q[1]
+
+
 def _sum_amounts(qs):
     out = qs[0]
     for q in qs[1:]:
-        out = _add(out, q) if out is not None else None
+        out = (_dollars_and_cents(out, q) or _add(out, q)) if out is not None else None
     return out if out is not None and out[1] not in PLAIN else None
 
 

@@ -10,7 +10,19 @@ from lark import Token
 
 from galahad.flywheel.problems import reader_tree as rt
 from galahad.flywheel.problems.reader_lexer import Refuse
-from galahad.flywheel.problems.reader_ops import PLAIN, _div, _plain, _sub
+from galahad.flywheel.problems.reader_ops import (
+    MONEY,
+    PLAIN,
+    _add,
+    _amount,
+    _div,
+    _dollars_and_cents,
+    _money,
+    _mul,
+    _part,
+    _plain,
+    _sub,
+)
 
 
 def _difference(a, b):
@@ -46,8 +58,12 @@ def _extreme(kind: str):
     return read
 
 
-def _money(r) -> bool:
-    return isinstance(r[1], tuple) and r[1][0] == "money"
+def _amount_more(q, n, u):
+    """"3 ft 8 in", "18 dollars and 40 cents": each unit smaller than the last."""
+    b = _amount(n, u)
+    if q[1] in PLAIN + ("%",) or b[1][0] != q[1][0] or b[1][1] >= q[1][1]:
+        return None
+    return _dollars_and_cents(q, b) or _add(q, b)
 
 
 def _change(paid, price):
@@ -109,7 +125,12 @@ def _convert(q, unit: Token):
     ratio = q[1][1] / Fraction(f)
     if not (_decimal(ratio, 4) or ratio.numerator == 1):
         raise Refuse("km to miles: an exact value nobody writes (3.1068...); a gold 3.11 would be refused")
-    return (q[0] if ratio == 1 else rt.mul(q[0], rt.num(ratio))), None
+    got = q[0] if ratio == 1 else rt.mul(q[0], rt.num(ratio))
+    if dim in MONEY and Fraction(f) not in (1, Fraction(1, 100)):
+        v = rt.value(got)
+        if v is None or v.denominator != 1:
+            raise Refuse("how many quarters in $5.10: 20, or 20.4?")
+    return got, None
 
 
 def _decimal(q: Fraction, places: int) -> bool:
@@ -153,3 +174,73 @@ def _pct_change(a, b, direction):
 def _pct_of(a, b):
     """a is what percent of b: a / b * 100."""
     return (rt.mul(a[0], rt.inv(b[0]), rt.num(100)), None) if _plain(a, b) else None
+
+
+def _in_unit(q, unit: str, short: bool = True) -> tuple | None:
+    """An amount's number in another unit of its dimension ("8 hours" in hours, "6 months" in years), where the
+    factor is a short decimal; None otherwise."""
+    dim, f = unit.split(":")
+    if q[1] in PLAIN or q[1] == "%" or q[1][0] != dim:
+        return None
+    ratio = q[1][1] / Fraction(f)
+    if short and not _decimal(ratio, 4):
+        raise Refuse("an amount in a unit with no short factor")
+    return q[0] if ratio == 1 else rt.mul(q[0], rt.num(ratio))
+
+
+def _rate(price, unit: Token, q):
+    """A price per unit times an amount in that unit: "3 pounds at $2.40 per pound" (money per a unit of
+    another dimension)."""
+    if not _money(price) or unit.value.split(":")[0] in MONEY:
+        return None
+    n = _in_unit(q, unit.value)
+    return None if n is None else _mul(price, (n, None))
+
+
+def _interest(p, r, t):
+    """Simple interest on a principal p at a yearly rate r (a percent) for a time t in years or months:
+    p * r * t."""
+    if not _money(p) or r[1] != "%":
+        return None
+    years = _in_unit(t, "calendar:12", short=False)
+    part = None if years is None else _part(r, p)
+    got = None if part is None else _mul(part, (years, None))
+    v = None if got is None else rt.value(got[0])
+    if v is not None and (v * 100 * got[1][1]).denominator != 1:
+        raise Refuse("interest in fractions of a cent: writers round it")
+    return got
+
+
+def _total_list(q):
+    """The total of a list of amounts ("add $3.49, $2.99 and $1.25"): a sum, not one amount."""
+    return q if _money(q) and q[0][0] == "+" else None
+
+
+def _as_much(f, x):
+    """"twice as much as 37", "3 times as many as 12", "half as big as 58": the factor times x."""
+    if isinstance(f, Token):
+        f = (rt.num(2 if f.type == "TWICE" else Fraction(f.value)), None)
+    if f[1] == "w":
+        return _part(f, x)
+    return _mul(f, x) if f[1] is None else None
+
+
+def _round_unit(x, unit: Token):
+    """Rounding to the nearest cent or dollar: an amount in dollars (pounds, euros) or a number, as
+    (x, unit) for _round; None for any other unit."""
+    dim, f = unit.value.split(":")
+    f = Fraction(f)
+    if dim not in MONEY or f not in (1, Fraction(1, 100)):
+        return None
+    if x[1] in PLAIN or x[1] == (dim, 1):
+        return (x[0], None), f
+    return None
+
+
+def _per_unit(price, q, unit: Token):
+    """The price of one unit: "$4.80 for 16 ounces, what is the price per ounce?" (price / the amount in that
+    unit)."""
+    if not _money(price) or unit.value.split(":")[0] in MONEY:
+        return None
+    n = _in_unit(q, unit.value)
+    return None if n is None or not rt.value(n) else _div(price, (n, None))
