@@ -43,6 +43,7 @@ LONGEST_FIRST = (
     "tests/test_flywheel.py",
     "tests/test_s3_cluster.py",
     "tests/test_graft.py",
+    "tests/test_reader_parser_for.py::test_parser_for_reads_as_the_whole_grammar",  # 4 cases, 72-88 s each (k9)
     "tests/test_service.py",
     "tests/test_flywheel.py::test_sigkill_mid_run_then_resume_loses_nothing",
     "tests/test_tenants_http.py",
@@ -62,11 +63,17 @@ LONGEST_FIRST = (
 )
 
 
+# Long parametrized tests that share no fixture between their cases: each case a group of its own.
+EACH_CASE_ITS_OWN = ("tests/test_reader_parser_for.py::test_parser_for_reads_as_the_whole_grammar",)
+
+
 def _group(item: pytest.Item) -> str:
     for name in SHARED_SESSION_FIXTURES:
         if name in getattr(item, "fixturenames", ()):
             return name
     test_id = item.nodeid.split("[", 1)[0]
+    if test_id in EACH_CASE_ITS_OWN:
+        return item.nodeid
     if test_id in OWN_GROUP:
         return test_id
     return item.nodeid.split("::", 1)[0]
@@ -82,4 +89,5 @@ def plan(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         groups[item] = _group(item)
         item.add_marker(pytest.mark.xdist_group(groups[item]))
-    items.sort(key=lambda item: rank.get(groups[item], len(rank)))  # stable: collection order within a rank
+    # stable: collection order within a rank; a case of EACH_CASE_ITS_OWN ranks as its test
+    items.sort(key=lambda item: rank.get(groups[item], rank.get(groups[item].split("[", 1)[0], len(rank))))
