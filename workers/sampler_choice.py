@@ -16,13 +16,13 @@ model; it decides speed only, never bits (each generator's runtime fingerprint n
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from galahad.flywheel.artifacts.store import atomic_write
 from galahad.flywheel.errors import GalahadError
 from galahad.kernels.cpu import cpuinfo
 from galahad.kernels.modes import mode_class
@@ -83,22 +83,22 @@ def choose(model: str, cache: str, record_path: Path | None = None) -> tuple[str
         record = json.loads(path.read_text())
     except (OSError, ValueError):
         record = {}
-    if not isinstance(record, dict) or not isinstance(record.get(key), dict):
-        record = record if isinstance(record, dict) else {}
+    names = [f"{m}/{d}" for m, d in pairs]
+    if not isinstance(record, dict):
+        record = {}
+    seconds = record.get(key)
+    if not isinstance(seconds, dict) or not all(isinstance(seconds.get(n), float) for n in names):
         print(f"galahad: timing the sampler's kernels on this CPU once ({', '.join(f'{m}/{d}' for m, d in pairs)}; "
               "about 30 s each for the default model)", file=sys.stderr, flush=True)
-        record[key] = {f"{m}/{d}": _time_in_child(model, cache, m, d) for m, d in pairs}
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record, indent=1))
-        os.replace(tmp, path)
-    seconds = record[key]
-    best = min(pairs, key=lambda p: (seconds[f"{p[0]}/{p[1]}"], pairs.index(p)))
+        seconds = record[key] = {f"{m}/{d}": _time_in_child(model, cache, m, d) for m, d in pairs}
+        atomic_write(path, json.dumps(record, indent=1).encode())
+    best = min(pairs, key=lambda p: seconds[f"{p[0]}/{p[1]}"])  # the first of equals: candidates' order
     return (*best, seconds)
 
 
 def _time_in_child(model: str, cache: str, mode: str, dtype: str) -> float:
     proc = subprocess.run([sys.executable, "-m", "galahad.workers.sampler_choice", model, cache, mode, dtype],
-                          capture_output=True, text=True, timeout=TIMEOUT_S, env=os.environ.copy())
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise GalahadError(f"timing the sampler in {mode}/{dtype} failed: {last[:300]}")
