@@ -1,5 +1,6 @@
-"""Money and comparison phrasings as people type them (issue 49, second round): each class in general form with
-its exact value, near misses keyed apart, and the readings writers disagree on refused. Pure (no model)."""
+"""Money and comparison phrasings as people type them (issue 49, second round and the k9 round): each class in
+general form with its exact value, near misses keyed apart (a swapped word changes the value or removes the key),
+and the readings writers disagree on refused. Pure (no model)."""
 
 from fractions import Fraction as F
 
@@ -71,21 +72,116 @@ REFUSED = [
     "how many dollars is 20 euros",  # no rate given
 ]
 
+# The k9 round (unseen-set coverage): currencies, dollars and cents in words, bills and coins, prices per unit,
+# simple interest, comparisons, percents and averages.
+K9_KEYED = [
+    # pounds and euros: their own currencies, added and subtracted like dollars
+    ("£12.50 + £7.80", F(203, 10)), ("what's £12.50 plus £7.80?", F(203, 10)), ("add £7.80 and £12.50", F(203, 10)),
+    ("€100 minus €37.25", F(251, 4)), ("how much is 100 euros minus 37.25 euros", F(251, 4)),
+    ("what's 100€ − 37.25€", F(251, 4)), ("20% off €80", F(64)),
+    # dollars and cents in words: one amount in dollars
+    ("18 dollars 40 cents", F(92, 5)), ("50 dollars take away 18 dollars 40 cents", F(158, 5)),
+    ("fifty dollars plus eighteen dollars and forty cents", F(342, 5)),
+    ("what is 3 dollars and 50 cents plus 2 dollars", F(11, 2)),
+    # bills and coins converted
+    ("how many $5 bills make $85", F(17)), ("How many five-dollar bills in $85?", F(17)),
+    ("how many $20 bills in $100", F(5)), ("4 $20 bills + 3 $10 bills in dollars", F(110)),
+    ("number of nickels in $2.00", F(40)), ("350¢ = $?", F(7, 2)), ("5 dimes + 3 nickels = $?", F(13, 20)),
+    ("how many dollars is five dimes plus three nickels", F(13, 20)),
+    ("five dimes + three nickels, how many dollars is that?", F(13, 20)),
+    # tips and discounts, more word orders
+    ("tip 15% on $42", F(63, 10)), ("how much is a 15% tip for a $42.00 check", F(63, 10)),
+    ("a 15% gratuity on $42", F(63, 10)), ("take 25% off $80", F(60)), ("take 25% off of $80", F(60)),
+    ("How much do you save on a $60 item at 30% off?", F(18)),
+    ("how much do I pay for a $45 item at 20% off", F(36)), ("how much does a $45 item cost at 20% off", F(36)),
+    ("how much do I pay for a $45 item after a 20% discount", F(36)),
+    # a price per unit, the price of one unit, a count at a price each
+    ("3 pounds at $2.40 per pound", F(36, 5)), ("$2.40 a pound for 3 pounds", F(36, 5)),
+    ("$14.50/hr for 8 hours", F(116)), ("8 hours at $14.50 an hour", F(116)),
+    ("what is the cost of 2.5 pounds of apples at $3 per pound", F(15, 2)),
+    ("how much do 3 pounds of apples cost at $2.40 per pound", F(36, 5)),
+    ("3 pounds at $2.40 per ounce", F(576, 5)), ("$4.80 for 16 ounces, what is the price per ounce?", F(3, 10)),
+    ("$4.50 for 6 cans, price per can?", F(3, 4)), ("a dozen eggs at $0.25 each", F(3)),
+    ("change from $10 for 3 things costing $1.85 each", F(89, 20)), ("12 x .99 dollars", F(297, 25)),
+    # simple interest (a yearly rate)
+    ("simple interest on $1000 at 5% for 3 years", F(150)), ("simple interest on $1000 for 3 years at 5%", F(150)),
+    ("what is the simple interest on $500 at 4% per year for 3 years", F(60)),
+    ("the simple interest on $1000 at 5% per annum for 6 months", F(25)),
+    ("how much interest does $1000 earn at 5% simple interest for 3 years", F(150)),
+    # sums of amounts, rounding to a cent or a dollar
+    ("what do $3.49, $2.99 and $1.25 add up to", F(773, 100)), ("add $3.49, $2.99 and $1.25", F(773, 100)),
+    ("3, 4 and 5 add up to what", F(12)), ("round $12.456 to the nearest cent", F(1246, 100)),
+    ("round $12.46 to the nearest dollar", F(12)),
+    # comparisons
+    ("how much greater is 45 compared to 17", F(28)), ("how much less is 17 compared with 45", F(28)),
+    ("twice as much as 37", F(74)), ("What is two times as much as 37?", F(74)), ("half as many as 58", F(29)),
+    ("What number is half as big as 58?", F(29)), ("a third as much as 60", F(20)),
+    ("2 times 9, then add 4", F(22)), ("2 times 9, then subtract 4", F(14)), ("double 5, then divide by 2", F(5)),
+    ("Which fraction is bigger, 4/9 or 3/7?", F(4, 9)), ("what's larger, 7/8 or 0.85?", F(7, 8)),
+    ("the gap between 45 and 17", F(28)), ("the positive difference between 17 and 45", F(28)),
+    ("by how much do 45 and 17 differ", F(28)), ("how many fewer is 17 than 45", F(28)),
+    ("difference between the largest and smallest of 4, 19, 11, 2", F(17)), ("max minus min of 4, 19, 11, 2", F(17)),
+    ("biggest of 14 7 22 19", F(22)), ("ratio 6 to 15", F(2, 5)), ("6:15 simplified as a fraction", F(2, 5)),
+    ("what percent more is 50 than 40", F(25)), ("50 is what percent more than 40", F(25)),
+    ("40 is what percent less than 50", F(20)), ("by what percent is 40 less than 50", F(20)),
+    # percentages, averages
+    ("35 pct of 240", F(84)), ("what % of 80 is 20?", F(25)), ("what's the percentage increase going from 40 to 50", F(25)),
+    ("40 to 50 is what % increase", F(25)), ("50 to 40 is what % decrease", F(20)), ("what percent is .35", F(35)),
+    ("% change from 50 to 40", F(-20)), ("what is 20 as a percentage of 80", F(25)),
+    ("avg of 4 8 15", F(9)), ("what's the avg of 10 & 15", F(25, 2)), ("find the median: 3, 9, 1, 7, 5", F(5)),
+    ("what's the median of 3 9 1 7 5", F(5)), ("avg of 4 8 15, then add 2", F(11)),
+    ("2 plus 9, then multiply by 4", F(44)), ("£5 and 50 pence", F(11, 2)), ("the mean of these numbers: 3, 5, 10", F(6)),
+    # units asked for with one letter, years
+    ("convert 3.2 km to m", F(3200)), ("2.5 km = ? m", F(2500)), ("2.5 yrs = ? months", F(30)),
+]
 
-@pytest.mark.parametrize("text,want", KEYED)
+K9_NEAR_MISSES = [
+    ("£12.50 + £7.80", "£12.50 - £7.80"), ("tip 15% on $42", "tip 20% on $42"),
+    ("take 25% off $80", "take 20% off $80"), ("3 pounds at $2.40 per pound", "3 pounds at $2.40 per ounce"),
+    ("$14.50/hr for 8 hours", "$14.50/min for 8 hours"), ("twice as much as 37", "half as much as 37"),
+    ("what percent more is 50 than 40", "what percent less is 40 than 50"),
+    ("2 times 9, then add 4", "2 times 9, then subtract 4"), ("how many $5 bills make $85", "how many $5 bills make $80"),
+    ("simple interest on $1000 at 5% for 3 years", "simple interest on $1000 at 5% for 6 months"),
+    ("round $12.46 to the nearest dollar", "round $12.46 to the nearest cent"),
+    ("max minus min of 4, 19, 11, 2", "the sum of 4, 19, 11, 2"), ("avg of 4 8 15", "median of 4 8 15"),
+    ("18 dollars 40 cents", "18 dollars 4 cents"), ("40 to 50 is what % increase", "40 to 60 is what % increase"),
+]
+
+K9_REFUSED = [
+    "$20 + £5", "convert $20 to £", "20 USD to GBP", "how many dollars is 20 euros",  # no exchange rate
+    "3 dimes + 2 dimes",  # 5 dimes or 50 cents: coins with no unit asked for
+    "$2 + 50 cents", "200 cents + 50 cents", "What is 25 cents times 8?",  # in dollars or in cents?
+    "how many quarters in $5.10", "how many $20 bills in $99",  # 20 or 20.4, 4 or 4.95
+    "3 kg at $2 per pound",  # a factor no one writes
+    "interest on $1000 at 5% for 3 years",  # simple or compound
+    "simple interest on 1000 at 5% for 3 years",  # no money
+    "simple interest on $1000 at 5% for 30 days",  # day-count conventions differ
+    "simple interest on $1000 at 5% for 5 months",  # fractions of a cent: writers round
+    "round 1245 cents to the nearest dollar",  # 12 dollars or 1200 cents
+    "round $12.5 to the nearest dollar",  # a tie
+    "3 times more than 12",  # 36 or 48
+    "50 is what percent more than 60", "50 to 40 is what % increase",  # against the direction
+    "average of 1 000 2 000", "the median of 3 9 1/2 7", "max of 12 345 6",  # a thousands group, a mixed number
+    "avg of 4 8 15 plus 2", "avg of 4 8 15 - 2",  # the list's last item or the whole list?
+    "twice as much as 37 plus 1", "what percent more is 40 than 50", "18 dollars 140 cents", "£5 + 50 pence",
+    "how many $5 bills do I need for $85",  # "need": an unknown word
+]
+
+
+@pytest.mark.parametrize("text,want", KEYED + K9_KEYED)
 def test_keyed_with_exact_value(text: str, want: F) -> None:
     key = K(text)
     assert key is not None, text
     assert V(key) == want
 
 
-@pytest.mark.parametrize("a,b", NEAR_MISSES)
+@pytest.mark.parametrize("a,b", NEAR_MISSES + K9_NEAR_MISSES)
 def test_near_miss_is_keyed_apart(a: str, b: str) -> None:
     ka, kb = K(a), K(b)
     assert ka is not None
     assert kb is None or (kb != ka and V(kb) != V(ka))
 
 
-@pytest.mark.parametrize("text", REFUSED)
+@pytest.mark.parametrize("text", REFUSED + K9_REFUSED)
 def test_refused(text: str) -> None:
     assert K(text) is None
