@@ -51,7 +51,7 @@ PROBES = [  # (new text, the learned problem it must not be served from)
 ]
 
 REFUSED_AS_AMBIGUOUS = [
-    "What is the difference between 2 and 3?",  # 2 - 3 (school) or |2 - 3| (generators)
+    "What is the difference of 2 and 3?",  # 2 - 3 (school) or |2 - 3| (speech); "between" is |2 - 3|
     "What is two plus three times four?",  # spoken precedence
     "What is 2 * 3 plus 4?",
     "What is 2 + 3 times 4?",
@@ -109,7 +109,7 @@ K7_UNREAD = ["Work out 3 + 4.", "If you add 3 and 4, what do you get?", "Put tog
              "Find the quotient when 24 is divided by 2.", "For what value of x is x + 7 = 16?",
              "For what value of y does y + 7 equal 16?", "Seven more than a number is 16. Find the number.",
              "What is the value of x if x - 7 = 2?", "What is the 2nd power of 5?",
-             "What is three thousand two hundred and five?", "What is 2 less than 3 times 5?",
+             "What is 2 less than 3 times 5?",
              "What is the third power of 4?", "What is the fourth power of 2?", "What must x equal for 2x = 8 to hold?",
              "What must x be for 2x = 8 to be true?"]
 # read two ways by the k7 grammar (or by the independent generator's writers): no key
@@ -367,7 +367,6 @@ def test_k3_coverage_joins_the_normal_form():
 FRACTION_WORD_REFUSED = [
     "What is two third plus 1?", "What is one thirds plus 1?", "What is two seconds plus 1?",
     "What is three point twenty five plus 1?",  # 3.25 or 3.2 and 5?
-    "What is two point five million plus 1?",  # mixed numbers are keyed since k5 (test_canonical_k5.py)
     "What is 3 quarters plus 1?",
 ]
 

@@ -77,7 +77,7 @@ HAND = [
     ("What is two thirds tripled more than 4?",
      _b("{1} more than {0}", INT(4), _u("{0} tripled", _n("fracw", (2, 3)))), "ambiguous", {F(6), F(12)}),
     ("What is the difference between 2 and 3?", _b("the difference between {0} and {1}", INT(2), INT(3)),
-     "ambiguous", {F(-1), F(1)}),
+     "ok", {F(1)}),
     ("What is 5 divided by 0?", _b("{0} divided !by {1}", INT(5), INT(0)), "undefined", {"undefined"}),
     ("What is 5/0?", _b("{0} ~/ ~{1}", INT(5), INT(0)), "undefined", {"undefined"}),
     ("What is 0^0?", _b("{0} ~^ ~{1}", INT(0), INT(0)), "undefined", {"undefined"}),

@@ -191,9 +191,9 @@ def _binary(s) -> set:
     ph, tpl, c0, c1 = BIN[s[1]], s[1], s[2], s[3]
     r0, r1 = readings(c0), readings(c1)
     pairs = [(x, y) for x in r0 for y in r1]
-    out = {ph.fn(x, y) for x, y in pairs}
-    if tpl.startswith("the difference between"):
-        out |= {absv(sub(x, y)) for x, y in pairs}
+    # "the difference between a and b" is |a - b| as people and public generators read it ("of": a - b too)
+    between = tpl.startswith("the difference between")
+    out = {absv(sub(x, y)) if between else ph.fn(x, y) for x, y in pairs}
     if tpl.startswith("the quotient"):
         out |= {_floor(x, y) for x, y in pairs}
     if tpl in RELATIVE and _has_fraction(c1):
@@ -291,9 +291,8 @@ def _money(s) -> list[tuple]:
                 x, y, unit = (x * 100 if ux == "usd" else x), (y * 100 if uy == "usd" else y), "mix"
             if ph.op == "/" and ux and uy:
                 unit = None
-            out.append((ph.fn(x, y), unit))
-            if tpl.startswith("the difference between"):
-                out.append((absv(sub(x, y)), unit))
+            between = tpl.startswith("the difference between")
+            out.append((absv(sub(x, y)) if between else ph.fn(x, y), unit))
             if tpl.startswith("the quotient") and unit is None:
                 out.append((_floor(x, y), unit))
     return out

@@ -33,11 +33,13 @@ def _in_main_unit(tree, kind):
     return tree, ("items",)
 
 
-def _key_of(reading, units: set[str], letter: bool) -> tuple[str, Fraction] | None:
+def _key_of(reading, units: set[str], letter: bool, worded: bool) -> tuple[str, Fraction] | None:
+    """A reading's key, or None. A whole number alone is the answer already in the text, unless the text has no
+    digit: "twelve thousand four hundred five", "a gross" ask for the number in digits."""
     (tree, kind), frame = reading
     if kind == "solved":  # x = t: an equation to solve for a letter, else (a definition, "let f = 3 + 2",
         # or an unknown in words, "what number is 3 + 2") the question t
-        if tree[1][0] == "n" and tree[1][2].denominator == 1:
+        if tree[1][0] == "n" and tree[1][2].denominator == 1 and not (worded and not letter):
             return None  # "x = 4": the answer is in the text
         (tree, kind), frame = ((tree, "eq"), "q") if letter else ((tree[1], None), frame)
     if frame == "q":
@@ -50,7 +52,7 @@ def _key_of(reading, units: set[str], letter: bool) -> tuple[str, Fraction] | No
         tree, kind = _in_main_unit(tree, kind)
     if kind not in (None, "w", "d") and not (isinstance(kind, tuple) and kind[0] != "items" and len(units) <= 1):
         return None
-    if rt.has_var(tree) or (tree[0] == "n" and tree[2].denominator == 1):
+    if rt.has_var(tree) or (tree[0] == "n" and tree[2].denominator == 1 and not worded):
         return None
     v = rt.value(tree)
     k = "e:" + rt.key(tree)
@@ -76,7 +78,7 @@ def key_and_value(text: str) -> tuple[str, Fraction] | None:
     for r in found:
         if not (isinstance(r, tuple) and len(r) == 2 and r[1] in ("ask", "q")):
             continue
-        got = _key_of(r, units, equation)
+        got = _key_of(r, units, equation, not any(c.isdigit() for c in text))
         if got is None:
             return None
         keyed.add(got)

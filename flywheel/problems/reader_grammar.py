@@ -40,6 +40,7 @@ ask: _pre? expr _post?
    | _pre? command _after?
    | _pre? subst_q
    | let_q
+   | HOW MANY ITEMS (IS | IN | IS IN) idiomq | idiomq IS HOW MANY ITEMS
 ?subst_q: expr (AT | WHEN | FOR | IF) VAR (EQ | IS) sexpr -> at_value
    | (IF | GIVEN | LET) VAR (EQ | IS) sexpr (SEP | COMMA)* _pre? expr _post? -> value_at
 
@@ -47,6 +48,7 @@ ask: _pre? expr _post?
 _pre: (WHAT IS | WHAT IS OF | HOW MUCH IS | OF | WHAT | WHAT NUMBERW IS | IS | HOW MANY IS | WHAT IF
     | WHAT WHEN | IF | WHAT IS LEFT WHEN | WHAT IS LEFT IF) COLON?
 _post: EQ | EQ SEP* WHAT | EQUALS | EQUALS WHAT | IS WHAT NUMBERW | EQ SEP* NUMBERW | EQ SEP | IS HOW MANY
+    | IN NUMBERS
 _after: SEP* WHAT IS LEFT | SEP* WHAT IS SUM
 
 // ---- word tier: read by precedence and left to right -----------------------------------------------------
@@ -114,16 +116,19 @@ call: FUNC LP expr RP
         | percent
 count: NUM | A | NUM AND fraction_words -> mixed
 fraction_words: A FRAC1 -> fw_one | NUM FRAC1 -> fw | NUM FRACN -> fw | FRAC1 -> fw_one
-percent: (NUM | frac) (PCT | PERCENT)
+percent: (NUM | frac | pmixed) (PCT | PERCENT)
+pmixed: NUM AND fraction_words -> mixed
 
 // ---- phrases -------------------------------------------------------------------------------------------
 ?phrase: part OF of_arg -> part_of
       | SUM OF items -> sum | PRODUCT OF items -> product
       // a second operand in words may end the phrase or run on ("the difference between 9 and 2 plus 3":
       // 10 or 4): both parses, so no key where they differ
-      | DIFFERENCE (OF | FROM | BETWEEN) sexpr AND _arg2 -> difference
-      // "the distance between a and b", "how far apart are a and b": |a - b| ("the difference between 2 and
-      // 3" stays refused: 2 - 3 in school algebra, |2 - 3| in speech)
+      // "the difference of a and b" is a - b in school algebra and |a - b| in speech: refused where a < b; "the
+      // difference between a and b" (and "the distance between", "how far apart are a and b") is |a - b|, as
+      // people and public generators' data read it
+      | DIFFERENCE (OF | FROM) sexpr AND _arg2 -> difference
+      | PRICE? DIFFERENCE BETWEEN sexpr AND _arg2 -> distance
       | DISTANCE BETWEEN sexpr AND _arg2 -> distance | HOW FAR APART IS sexpr AND _arg2 -> distance
       | HOW FAR IS sexpr FROM _arg2 -> distance
       // "the greater of a and b", "the smaller of a and b": max, min (two equal numbers: no key)
@@ -139,7 +144,9 @@ percent: (NUM | frac) (PCT | PERCENT)
       | TWICE of_arg -> twice | (DOUBLE | DOUBLE OF) of_arg -> twice | TRIPLE of_arg -> thrice
       | (OPPOSITE OF | NEGATIVE OF) of_arg -> opposite | RECIPROCAL OF of_arg -> reciprocal
       | ABSOLUTE OF of_arg -> absolute
-      | REMAINDER (WHEN | OF) sexpr IS? (DIVBY | SLASH | TSLASH) sexpr -> remainder
+      | REMAINDER (WHEN | OF) sexpr IS? (DIVBY | SLASH | TSLASH | OVER) sexpr -> remainder
+      | REMAINDER WHEN DIVIDE sexpr BY sexpr -> remainder
+      | sexpr DIVBY sexpr (COMMA | SEP)* (WHAT IS)? REMAINDER -> remainder
       | sexpr DIVBY sexpr LEAVES WHAT REMAINDER -> remainder
       | WHEN sexpr IS DIVBY sexpr (COMMA | SEP)* WHAT IS REMAINDER -> remainder
 ?part: fraction_words | frac | percent
@@ -177,16 +184,16 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | sexpr (DECREASED BY | LESS) sexpr -> decrease
         | sexpr MORETHAN sexpr -> rel_more | sexpr LESSTHAN sexpr -> rel_less
         | percent OFF sexpr -> off | sexpr (OFF | LESS) percent -> off_r
-        | A? percent _tip (ON | OF | FOR) sexpr _tail? -> part_of | _tip OF? percent (ON | FOR) sexpr -> part_of
+        | A? percent _tip (ON | OF | FOR) _obj _tail? -> part_of | _tip (OF | AT)? percent (ON | FOR) _obj -> part_of
         | TAKE percent OFF OF? sexpr -> off
         | _tip ON sexpr AT percent OFF? -> tip_at
         // a discount takes the part off ("$80 with 25% off", "the price of $80 after a 25% discount")
         // time elapsed between two clock times ("from 10 pm to 6 am": the next morning), or two whole hours of
         // the 24-hour clock ("how many hours from 9 to 17", the second after the first)
         | HOW MANY UNIT (IS IT)? _span -> elapsed | UNIT _span -> elapsed
-        | _span (COMMA | SEP)* HOW MANY UNIT IS THAT? -> elapsed_r
+        | (_span | clock TO clock) (COMMA | SEP)* HOW MANY UNIT (IS THAT?)? -> elapsed_r
         | HOW MANY UNIT (IS IT)? FROM NUM TO NUM -> elapsed_24
-        | HOW LONG (IS IT?)? _span IN UNIT -> elapsed_r
+        | HOW LONG (IS IT?)? _span IN UNIT -> elapsed_r | HOW LONG IN UNIT (IS IT)? _span -> elapsed
         // a tip or tax added: "$25 plus 8% tax", "$40 with a 15% tip"
         | sexpr (PLUS | PLUSS | WITH) A? percent TIP -> plus_part | percent OFF OF sexpr -> off
         | SUM WITH A? percent TIP ON sexpr -> tip_total | SUM COST? OF sexpr (PLUS | PLUSS | WITH) A? percent TIP -> plus_part
@@ -200,7 +207,23 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | (HOW MUCH)? CHANGE BACK? FROM sexpr (FOR | ON | IF REMOVE | AFTER REMOVE) sexpr -> change
         | PAY WITH? sexpr FOR sexpr (COMMA | SEP)* (HOW MUCH | WHAT IS)? CHANGE BACK? -> change
         | sexpr DIVIDED EVENLY? (AMONG | BETWEEN) NUM ITEMS? -> c_divide
-        | sexpr SPLIT NUM WAYS -> c_divide
+        | sexpr SPLIT NUM WAYS -> c_divide | (SPLIT | DIVIDE) _obj NUM WAYS -> c_divide
+        | HOW MUCH DOES? EACH ITEMS? PAY IF NUM ITEMS? SPLIT _obj -> split_r
+        // an amount of money off another: "$5 off $80", "an $80 item with $5 off"
+        | sexpr OFF sexpr -> off_amount | TAKE sexpr OFF OF? sexpr -> off_amount
+        | PRICE AFTER TAKE sexpr OFF OF? sexpr -> off_amount | sexpr ITEMS? WITH sexpr OFF -> off_amount_r
+        // discounts one after another: "$100, 20% off, then 10% off the sale price"
+        | relative COMMA? AND? THEN A? percent (OFF | DISCOUNT) PRICE? (COMMA PRICE)? -> off_r | sexpr COMMA percent OFF -> off_r
+        // the price of m when n cost q: "3 for $4.50, how much for 7?", "how much each if 3 cost $4.50"
+        | price_given (COMMA | SEP)* price_ask -> scaled | price_ask (IF | WHEN) price_given -> scaled_r
+        // the count at a price each: "total cost of six $3.25 tickets", "price of 3 dozen eggs if one egg is 25 cents"
+        | (SUM COST? | COST | PRICE) OF cnt sexpr ITEMS -> at_each_money
+        | PRICE OF cnt ITEMS? IF NUM ITEMS? (IS | COST) sexpr -> at_each_if
+        | HOW MUCH FOR? cnt ITEMS? THAT COST sexpr EACH -> at_each
+        // the price of one unit: "price per ounce of a 16 oz box that costs $3.60"
+        | PRICE PER UNIT OF _obj (THAT COST | FOR | AT) sexpr -> per_unit_r
+        // a phrase closed by a comma, then an operation: "the sum of 3 and 4, multiplied by 5"
+        | phrase COMMA (STAR | TIMES) sneg -> mul | phrase COMMA DIVBY sneg -> div
         | sexpr WITH percent OFF -> off_r | PRICE? OF? sexpr AFTER (A? percent DISCOUNT | percent OFF) -> off_r
         | sexpr (IN | TO | INTO | AS) UNIT -> convert | sexpr (IS | EQ) HOW MANY UNIT -> convert
         | sexpr EQ SEP* UNIT -> convert | sexpr EQ SEP* HOW MANY UNIT -> convert
@@ -209,20 +232,23 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | WHAT PERCENT OF sexpr IS sexpr -> pct_of_r | sexpr IS WHAT PERCENT OF sexpr -> pct_of
         | WHAT PERCENT IS sexpr OF sexpr -> pct_of
         | WHAT FRACTIONW OF sexpr IS sexpr -> frac_of_r | sexpr IS WHAT FRACTIONW OF sexpr -> frac_of
-        | CONVERT? expr ASPERCENT -> as_percent
+        | CONVERT? expr ASPERCENT -> as_percent | CONVERT sexpr (TO | IN | INTO) PERCENT -> as_percent
+        | WHAT PERCENT IS sexpr DIVBY sexpr -> pct_of
+        | sexpr TO sexpr IS A? INCREASE OF WHAT PERCENT -> pct_up
+        | sexpr TO sexpr IS A? DECREASE OF WHAT PERCENT -> pct_down
         | PERCENT CHANGE FROM sexpr TO sexpr -> pct_change
         | PERCENT (INCREASE | INCREASED) FROM sexpr TO sexpr -> pct_up
         | PERCENT (DECREASE | DECREASED) FROM sexpr TO sexpr -> pct_down
         | NUM ITEMS? AT sexpr EACH? -> at_each | (SPLIT | DIVIDE) sexpr EVENLY? (AMONG | BETWEEN) NUM ITEMS? -> c_divide
         | sexpr SPLIT EVENLY? (AMONG | BETWEEN | BY) NUM ITEMS? ((COMMA | SEP)* HOW MUCH DOES? EACH)? -> c_divide
-        | (WHAT NUM ITEMS? COST | SUM? (COST | PRICE) OF NUM ITEMS?) AT sexpr EACH -> at_each
+        | (WHAT cnt ITEMS? COST | SUM? (COST | PRICE) OF cnt ITEMS?) AT sexpr EACH -> at_each
         // the price of one: "price per item if 3 cost $7.50", "$7.50 for 3, what is the price of one?"
         | PRICE PER ITEMS IF NUM ITEMS? COST sexpr -> unit_price
         | sexpr FOR NUM ITEMS? (COMMA | SEP)* WHAT IS PRICE OF NUM ITEMS? -> unit_price_r
         | (WHAT IS PRICE OF NUM ITEMS? | HOW MUCH DOES NUM ITEMS? COST) IF NUM ITEMS? COST sexpr -> unit_price_one
         | IF NUM ITEMS? COST sexpr (COMMA | SEP)* (WHAT IS PRICE OF NUM ITEMS? | (HOW MUCH | WHAT) DOES NUM ITEMS? COST) -> unit_price_if
         | HOW MUCH FOR? NUM ITEMS? COST? AT sexpr EACH -> at_each
-        | NUM ITEMS? (AT | COST) sexpr EACH (COMMA | SEP)* (WHAT IS | HOW MUCH IS)? SUM COST? -> at_each
+        | cnt ITEMS? (AT | COST | COMMA) sexpr EACH (COMMA | SEP)* (WHAT IS | HOW MUCH IS)? SUM COST? -> at_each
         // the total after a tip or tax, the price after a discount: "8% tax on $25, what is the total?"
         | A? percent TIP (ON | OF) sexpr _total -> tip_total | A? percent DISCOUNT (ON | OF) sexpr _total -> off
         | sexpr IS percent OFF (COMMA | SEP)* (WHAT IS PRICE | HOW MUCH IS IT | WHAT DOES IT COST) -> off_r
@@ -237,7 +263,7 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | (HOW MUCH FOR | COST OF)? sexpr (OF ITEMS)? AT sexpr (PER | SLASH | A) UNIT -> rate_r
         | HOW MUCH DOES? sexpr (OF ITEMS)? COST AT sexpr (PER | SLASH | A) UNIT -> rate_r
         // the price of one unit or item: "$4.80 for 16 ounces, what is the price per ounce?", "$4.50 for 6 cans, price per can?"
-        | sexpr FOR sexpr (COMMA | SEP)* (WHAT IS | HOW MUCH IS)? (PRICE | COST) PER UNIT -> per_unit
+        | sexpr FOR sexpr (COMMA | SEP)* ((WHAT IS | HOW MUCH IS)? (PRICE | COST) | HOW MUCH) PER UNIT -> per_unit
         | sexpr FOR NUM ITEMS (COMMA | SEP)* (WHAT IS | HOW MUCH IS)? (PRICE | COST) PER ITEMS? -> unit_price_r1
         // change for a count at a price each: "change from $10 for 3 things costing $1.85 each"
         | (HOW MUCH)? CHANGE BACK? FROM sexpr (FOR | ON) NUM ITEMS? (AT | COST) sexpr EACH -> change_each
@@ -265,6 +291,11 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | expr COMMA? THEN ADD sneg -> add | expr COMMA? THEN SUBTRACT sneg -> sub
         | expr COMMA? THEN MULTIPLY BY sneg -> mul | expr COMMA? THEN DIVIDE BY sneg -> div
 idiomq: count? IDIOM -> idiom
+?cnt: spnum | idiomq
+_obj: A? sexpr ITEMS? | A? ITEMS OF sexpr
+price_given: NUM ITEMS? (FOR | COST) sexpr -> given | IF NUM ITEMS? COST sexpr -> given | sexpr FOR NUM ITEMS? -> given_r
+price_ask: (WHAT IS? PRICE OF | HOW MUCH (IS | FOR | DOES)? | WHAT DOES | COST OF) NUM ITEMS? COST? -> ask_n
+         | PRICE PER ITEMS | HOW MUCH EACH | HOW MUCH IS EACH | PRICE OF EACH | HOW MUCH PER ITEMS
 ?compare: HOW (MUCH | MANY) MORE IS sexpr THAN sexpr -> cmp_more | HOW (MUCH | MANY) LESS IS sexpr THAN sexpr -> cmp_less
        | BY HOW MUCH IS sexpr MORE THAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESS THAN sexpr -> cmp_less
        | HOW (MUCH | MANY) MORE THAN sexpr IS sexpr -> cmp_less | HOW MUCH LESS THAN sexpr IS sexpr -> cmp_more
@@ -283,7 +314,7 @@ idiomq: count? IDIOM -> idiom
        | HOW MUCH (MORE | MOREADJ) sexpr IS THAN sexpr -> cmp_more | HOW MUCH (LESS | LESSADJ) sexpr IS THAN sexpr -> cmp_less
        | MAXIMUM NUMBERW? (IN | AMONG) items -> maximum | MINIMUM NUMBERW? (IN | AMONG) items -> minimum
        | HOW MANY TIMES MORE IS sexpr THAN sexpr -> cmp_times | HOW MANY TIMES AS MORE IS sexpr AS sexpr -> cmp_times
-       | HOW MANY TIMES DOES sexpr GO INTO sexpr -> cmp_times_r
+       | HOW MANY TIMES DOES sexpr GO INTO sexpr -> goes_into
        | WHICH (NUMBERW | FRACTIONW)? IS (MORE | MAXIMUM) (COMMA | COLON)? choices -> maximum
        | WHICH (NUMBERW | FRACTIONW)? IS (LESS | MINIMUM) (COMMA | COLON)? choices -> minimum
        | WHAT IS MAXIMUM NUMBERW (COMMA | COLON)? choices -> maximum
@@ -305,22 +336,28 @@ idiomq: count? IDIOM -> idiom
        | sexpr IS WHAT PERCENT (LESSTHAN | (LESS | LESSADJ) THAN) sexpr -> pct_less
        | BY WHAT PERCENT IS sexpr (MORETHAN | (MORE | MOREADJ) THAN) sexpr -> pct_more
        | BY WHAT PERCENT IS sexpr (LESSTHAN | (LESS | LESSADJ) THAN) sexpr -> pct_less
+       | BY WHAT PERCENT DOES sexpr EXCEED sexpr -> pct_more
+       | HOW MANY PERCENT (MORE | MOREADJ) IS sexpr THAN sexpr -> pct_more
+       | HOW MANY PERCENT (LESS | LESSADJ) IS sexpr THAN sexpr -> pct_less
+       | WHAT PERCENT IS sexpr (MORETHAN | MOREADJ THAN) sexpr -> pct_more
+       | WHAT PERCENT IS sexpr (LESSTHAN | LESSADJ THAN) sexpr -> pct_less
 choices: sexpr (COMMA sexpr)* COMMA? OR _arg2 -> items | sexpr (COMMA sexpr)+ -> items
 
 // ---- equations and functions ---------------------------------------------------------------------------
 equation_q: _eq_pre? equation _eq_post?
-          | equation SEP+ WHAT IS (VAR | NUMBERW | IT)
-          | equation COMMA WHAT IS (VAR | NUMBERW | IT)
+          | equation (SEP | COMMA)* WHAT IS (VAR | NUMBERW | IT)
+          | equation (SEP | COMMA)+ VAR
           | (IF | GIVEN | LET) equation (COMMA | SEP)* (WHAT IS | THEN)? (VAR | NUMBERW | IT) (EQ | IS)?
           | (LET | GIVEN | IF) equation (SEP | COMMA)+ (FOR VAR | VAR) (EQ SEP?)?
           | VAR SUCH THAT equation | WHAT MUST VAR (BE | EQUALS) (SUCH THAT | THAT | FOR | IF) equation
           | WHAT IS VAR (IF | WHEN) equation | VAR (IF | WHEN) equation
 equation: expr EQ expr | expr EQUALS expr | expr IS expr
 _eq_pre: FOR VAR COLON? | WHAT OF? VAR THAT? SATISFIES COLON? | COLON | VAR COLON | OF? VAR (IN IS? EQUATION | THAT? SATISFIES | IF | WHEN) COLON?
-_eq_post: FOR VAR | (COMMA | SEP) VAR EQ SEP? | COMMA (WHAT IS)? (NUMBERW | IT)
+_eq_post: (COMMA | SEP)* FOR VAR | (COMMA | SEP) VAR EQ SEP? | COMMA (WHAT IS)? (NUMBERW | IT)
 
 functions_q: (LET | IF | GIVEN)? fdefs (SEP | COMMA | THEN)+ _pre? call _post?
            | _pre? call (IF | WHEN | GIVEN) fdefs
+           | (LET | IF | GIVEN)? fdefs (WHAT IS | HOW MUCH IS) call _post?
 fdefs: fdef (AND fdef | COMMA fdef)*
 fdef: FUNC LP VAR RP EQ expr
 """

@@ -31,7 +31,7 @@ _GLYPHS = {"\u00d7": " * ", "\u22c5": " * ", "\u00b7": " * ", "\u2217": " * ", "
            "\u221b": " cbrtsym ", "\u00a2": " cents",
            "\u2019": "'", "\u201c": "", "\u201d": "", "**": "^", "\u2260": " != ", "\u00a0": " ",
            "\\times": " * ", "\\cdot": " * ", "\\div": " \u00f7 ", "\\left": "", "\\right": "", "\\,": "",
-           "\\%": "%", "\\$": "$", "\\;": " ", "\\!": "", "\\ ": " "}
+           "\\bmod": " mod ", "\\%": "%", "\\$": "$", "\\;": " ", "\\!": "", "\\ ": " "}
 _VULGAR = {"\u00bd": "1/2", "\u2153": "1/3", "\u2154": "2/3", "\u00bc": "1/4", "\u00be": "3/4", "\u2155": "1/5",
            "\u2156": "2/5", "\u2157": "3/5", "\u2158": "4/5", "\u2159": "1/6", "\u215a": "5/6", "\u215b": "1/8",
            "\u215c": "3/8", "\u215d": "5/8", "\u215e": "7/8"}
@@ -70,6 +70,14 @@ def _clock(m: re.Match) -> str:
     return f" clockat {(h % 12 + (12 if m.group(3) == 'p' else 0)) * 60 + mins} "
 
 
+def _clock24(m: re.Match) -> str:
+    h, mins = m.group(1), int(m.group(2))
+    if int(h) > 23:
+        return " badclock "
+    bare = len(h) == 1 or int(h) <= 12 and not h.startswith("0")
+    return f" {'clockbare' if bare else 'clockat'} {int(h) * 60 + mins} "
+
+
 _PHRASES = [(re.compile(p), r) for p, r in [
     (r"^\s*(?:please )?(?:state|give|find|solve|compute|calculate|evaluate|answer)(?: the final answer to)? the"
      r" following(?: [a-z]+){0,2}\s*:", " "),
@@ -97,7 +105,16 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\bdecimal places?\b", " dp "), (r"\bon (?:the|a) number line\b", " "),
     (r"\b(\d{1,2})(?::([0-5]\d))?\s*([ap])\.?\s?m\b\.?", _clock), (r"\bnoon\b", " clockat 720 "),
     (r"\bmidnight\b", " clockat 0 "),
-    (r"\bsales tax\b", "tax"), (r"\bunit price\b", " price per item "), (r"\bsale price\b", " price "),
+    # a clock time without am/pm: the 24-hour clock ("17:30", "08:15"); "9:40" (12-hour or 24-hour?) only where
+    # the times run forward (checked in tokens())
+    (r"(?<![\d:.,$])(\d{1,2}):([0-5]\d)(?![\d:])", _clock24),
+    (r"\b(?:time|how long) between\b", " how long between "),
+    (r"\bsales tax\b", "tax"), (r"\bdiff\b", " difference "), (r"\bfollowed by\b", " then "),
+    # "20% off, then another 10% off": the second discount is a discount like the first
+    (r"\b(?:another|an extra|an additional|a further)\s+(?=[\d.]+\s*(?:%|percent))", " "),
+    (r"\bhalf an? (thousand|million|billion)\b", r" 0.5 \1 "), (r"\bleft over\b", " remainder "),
+    (r"\btime elapsed\b", " how long "),
+    (r"\b(?:what is|how much is) left (?:when|if|after) (?:you )?divid(?:e|ing)\b", " what is remainder when divide "), (r"\bdown to\b", " to "), (r"\bunit price\b", " price per item "), (r"\bsale price\b", " price "),
     (r"\bmore expensive\b", " pricier "), (r"\bless expensive\b", " cheaper "), (r"\bmin\s*(?=\()", " minimum "), (r"\bmin of\b", " minimum of "),
     (r"\bby what amount\b", " by how much "), (r"\bon sale (?:for|at) (?=[\d.]+\s*(?:%|percent) off)", " "),
     (r"\bmarked (down|up)(?: by)?\b", lambda m: " decreased by " if m.group(1) == "down" else " increased by "),
@@ -120,7 +137,8 @@ def normalize(text: str) -> str:
         raise Refuse("control character")
     t = text.lower().replace("$$", " ").replace("\\(", " ").replace("\\)", " ")
     t = re.sub(r"\\\[|\\\]", " ", t)
-    t = _MATH.sub(lambda m: f" {m.group(1)} " if re.search(r"[\\^{]", m.group(1)) else m.group(), t)
+    # "$3x + 5 = 20$", "$f(4)$": LaTeX math, not an amount ("$3 + $4" stays money)
+    t = _MATH.sub(lambda m: f" {m.group(1)} " if re.search(r"[\\^{=]|\d[a-z]\b|\b[a-z]\(", m.group(1)) else m.group(), t)
     t = re.sub(r"\\text\s*\{([^{}]*)\}", r" \1 ", t)
     t = _FRAC_INT.sub(lambda m: f" {m.group(1) or m.group(2)}/{m.group(3) or m.group(4)} ", t)
     t = re.sub(r"(\d) +(\d+/\d+)", r"\1 \2", t)
@@ -185,6 +203,8 @@ def _number_words(words: list[str], i: int) -> tuple[Fraction, int] | None:
             raise Refuse("a decimal in words")
         value += Fraction(int("".join(digits)), 10 ** len(digits))
         j += 1 + len(digits)
+        if j < len(words) and words[j] in _SCALE_AFTER_DIGITS:  # "two point five million"
+            value, j = value * lx.SCALES[words[j]], j + 1
     return value, j - i
 
 
@@ -229,6 +249,12 @@ def tokens(text: str) -> list[Token]:
         elif kind == "num":
             if len(v.replace(",", "").replace(".", "")) > MAX_DIGITS:
                 raise Refuse("literal too long")
+            if nxt in _SCALE_AFTER_DIGITS and not (i + 2 < len(raw) and raw[i + 2][0] in ("num", "mixed")):
+                if i and words[i - 1] in _AFTER_LIST:
+                    raise Refuse("'2 + 3 thousand': the sum in thousands or its last term?")
+                out.append(_num_token(_digits(v) * lx.SCALES[nxt]))  # "2.5 million", "3 thousand"
+                i += 2
+                continue
             out.append(_num_token(_digits(v)))
             chain = (i >= 1 and words[i - 1] == "/" and tight[i]) or (
                 i + 3 < len(raw) and words[i + 3] == "/" and tight[i + 3])
@@ -287,7 +313,7 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
         return [Token("FRAC1", str(lx.DENOM_ONE[w]))]
     if w in lx.DENOM_MANY and w != "seconds":
         if w == "quarters":
-            coin = prev[:1].isdigit() or prev in ("many", "in", "into")  # "3 quarters", "how many quarters"
+            coin = (prev[:1].isdigit() or prev in ("many", "in", "into")) and nxt != "of"  # "3 quarters", not "3 quarters of 100"
             return [Token("UNIT", _unit(w))] if coin else [Token("FRACN", "4")]
         return [Token("FRACN", str(lx.DENOM_MANY[w]))]
     if w in ("poww", "divby", "morethan", "lessthan", "dp", "sf", "sqrt", "cbrt", "root2", "root3", "point"):
@@ -301,7 +327,8 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
             return [Token("FUNC", w)]
         if w == "r" and prev[:1].isdigit() and any(v in _DIVISION for v in words):
             raise Refuse("'9 r 8' beside a division: remainder notation, not an unknown")
-        if w == "x" and prev[:1].isdigit() and (nxt[:1].isdigit() or (nxt[:1] == "." and nxt[1:2].isdigit())):
+        if w == "x" and prev[:1].isdigit() and (nxt[:1].isdigit() or (nxt[:1] == "." and nxt[1:2].isdigit())
+                                                 or nxt in _CURRENCY_SIGNS):
             if tight:
                 raise Refuse("3x4: times or hexadecimal")
             return [Token("STAR", "x")]
@@ -312,10 +339,14 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
     if w in lx.WORDS:
         return [Token(lx.WORDS[w], w)]
     if w in lx.FILLER:
-        return []
+        # a command in mid-text ("3x+5=20 find x", "f(x)=3x+2, find f(4)") ends what came before it: dropped,
+        # it would join its neighbours ("20 x" read as 20x)
+        return [Token("SEP", w)] if w in _COMMANDS and i and words[i - 1] not in (",", ".", ";", ":", "?") else []
     raise Refuse(f"unknown word {w!r}")
 
 
+_COMMANDS = frozenset("compute calculate evaluate find determine simplify solve work tell show".split())
+_SCALE_AFTER_DIGITS = frozenset(("thousand", "million", "billion"))
 _DIVISION = frozenset(("\u00f7", "/", "divided", "divide", "div", "into", "over", "by"))
 _AFTER_LIST = frozenset("""+ - * / ^ % \u00f7 plus minus times over divided multiplied mulby divby squared cubed
 less more lessthan morethan doubled halved tripled take and to by of percent poww mod modulo""".split())
@@ -351,6 +382,16 @@ def _dollars(toks: list[Token]) -> list[Token]:
     for a, b, c in zip(out, out[1:], out[2:], strict=False):
         if a.type in ("SQRTSYM", "CBRTSYM") and b.type == "NUM" and c.type == "TSLASH":
             raise Refuse("\u221a1/25: the root of the fraction or of its numerator")
+    clocks = [(t.value, Fraction(n.value)) for t, n in zip(out, out[1:], strict=False) if t.type == "CLOCK"]
+    if any(kind == "clockbare" for kind, _ in clocks) and any(a[1] >= b[1] for a, b in zip(clocks, clocks[1:], strict=False)):
+        raise Refuse("'10:30 to 1:15': the 12-hour or the 24-hour clock?")
+    if any(t.type == "LEFT" for t in out) and any(t.type in ("DIVIDE", "DIVBY", "SLASH", "OVER") for t in out):
+        raise Refuse("what is left after a division: the remainder or the quotient?")
+    for k in range(len(out) - 2):  # "$0.25 an egg", "25 cents per egg", "$3 each ticket": a price each
+        if (out[k].type == "UNIT" and out[k].value.split(":")[0] in ("money", "gbp", "eur")
+                and out[k + 1].type in ("A", "PER", "EACH") and out[k + 2].type == "ITEMS"):
+            out[k + 1:k + 3] = [Token("EACH", "each")]
+            break
     vars_ = {t.value for t in out if t.type == "VAR"}
     if len(vars_) > 1:
         raise Refuse("two unknowns")

@@ -74,6 +74,7 @@ coffees snack snacks sticker stickers donut donuts doughnut doughnuts cupcake cu
 magazine magazines balloon balloons flower flowers plant plants chair chairs hat hats sock socks friends person
 students kids children meal meals dinner lunch breakfast jacket jackets coat coats dress dresses
 game games phone phones bike bikes watch watches lamp lamps sweater sweaters
+bill check purchase order tab grapes
 """.split())
 
 # words that are grammar tokens: word -> token type (several words may share a type)
@@ -111,12 +112,13 @@ WORDS = {
     "dividing": "DIVIDE", "taking": "TAKE", "negate": "NEGATE", "absf": "ABSF", "equation": "EQUATION", "satisfies": "SATISFIES", "satisfy": "SATISFIES", "raise": "RAISE", "be": "BE", "such": "SUCH", "that": "THAT", "must": "MUST",
     "should": "MUST", "distance": "DISTANCE", "far": "FAR", "apart": "APART", "lesser": "LESS", "with": "WITH", "save": "SAVE",
     "after": "AFTER", "price": "PRICE", "per": "PER", "item": "ITEMS", "thing": "ITEMS",
-    "clockat": "CLOCK", "maximum": "MAXIMUM", "max": "MAXIMUM", "minimum": "MINIMUM",
+    "clockat": "CLOCK", "clockbare": "CLOCK", "maximum": "MAXIMUM", "max": "MAXIMUM", "minimum": "MINIMUM",
     "ways": "WAYS", "long": "LONG", "largest": "MAXIMUM", "biggest": "MAXIMUM", "greatest": "MAXIMUM",
     "highest": "MAXIMUM", "smallest": "MINIMUM", "lowest": "MINIMUM", "least": "MINIMUM",
     "pay": "PAY", "pays": "PAY", "paid": "PAY", "paying": "PAY", "spent": "REMOVE", "spending": "REMOVE",
     "saved": "SAVE", "discounted": "DECREASED", "back": "BACK",
-    "numbers": "NUMBERS", "range": "RANGE", "up": "UP", "simple": "SIMPLE", "interest": "INTEREST",
+    "numbers": "NUMBERS", "digits": "NUMBERS", "numerals": "NUMBERS", "figures": "NUMBERS",
+    "drop": "DECREASE", "range": "RANGE", "up": "UP", "simple": "SIMPLE", "interest": "INTEREST",
     "earn": "EARN", "earns": "EARN", "earned": "EARN", "peryear": "PERYEAR", "gap": "DISTANCE",
     "differ": "DIFFER", "costing": "COST", "priced": "COST",
 } | {w: "MOREADJ" for w in ("taller", "higher", "longer", "heavier", "older", "wider", "deeper", "farther",

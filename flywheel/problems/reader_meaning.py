@@ -58,6 +58,7 @@ from galahad.flywheel.problems.reader_phrases import (
     _extreme,
     _interest,
     _money,
+    _scaled,
     _pct_change,
     _pct_of,
     _per_unit,
@@ -127,7 +128,7 @@ M = {
     "cbrt": lambda a: _pow(a, (rt.num(Fraction(1, 3)), None)),
     "twice": lambda a: _mul((rt.num(2), None), a), "thrice": lambda a: _mul((rt.num(3), None), a),
     "c_add": _add, "c_subtract_from": lambda a, b: _sub(b, a), "c_multiply": _mul,
-    "c_divide": lambda a, b: _div(a, b if isinstance(b, tuple) else (rt.num(Fraction(b.value)), None)),
+    "c_divide": lambda *c: _c_divide(*_no_article(c)), "split_r": lambda *c: _c_divide(*_no_article(c)[::-1]),
     "c_divide_into": lambda a, b: _div(b, a), "c_halve": lambda a: _div(a, (rt.num(2), None)),
     "convert": _convert, "convert_r": lambda u, q: _convert(q, u),
     "round": lambda x, u: _round(x, u), "r_nearest": lambda n: Fraction(n.value),
@@ -152,7 +153,14 @@ M = {
     "unit_price_if": lambda n, q, one: M["unit_price_r"](q, n, one),
     "at_value": _subst, "let_value": lambda e: _solved(e[0]) if _plain(e) and not rt.has_var(e[0]) else None, "value_at": lambda x, e: _subst(e, x),
     "cmp_more": _cmp, "cmp_less": lambda a, b: _cmp(b, a),
-    "cmp_times": _quotient, "cmp_times_r": lambda b, a: _quotient(a, b),
+    "cmp_times": _ratio, "cmp_times_r": lambda b, a: _ratio(a, b), "goes_into": lambda b, a: _quotient(a, b),
+    "off_amount": lambda p, a: _off_amount(a, p), "off_amount_r": lambda a, p: _off_amount(a, p),
+    "given": lambda n, q: ((Fraction(n.value), q), "given"), "given_r": lambda q, n: ((Fraction(n.value), q), "given"),
+    "ask_n": lambda n: (Fraction(n.value), "ask_n"), "price_ask": lambda: (Fraction(1), "ask_n"),
+    "scaled": _scaled, "scaled_r": lambda a, g: _scaled(g, a),
+    "at_each_money": lambda c, q: _mul(c, q) if _money(q) and _plain(c) else None,
+    "at_each_if": lambda c, one, q: _mul(c, q) if one.value == "1" and _plain(c) else None,
+    "per_unit_r": lambda *c: _per_unit(*_no_article(c)[:0:-1], _no_article(c)[0]),
     "equation": lambda a, b: ((a[0], b[0]), "eq") if _plain(a, b) or a[1] == b[1] else None,
     "call": lambda f, a: (("F", f"F{f.value}({a[0][1]})", f.value, a[0]), None) if _plain(a) else None,
     "fdef": lambda f, _v, body: ((f.value, body[0]), "def") if _plain(body) else None,
@@ -164,6 +172,15 @@ def _no_article(c: tuple) -> tuple:
     return tuple(x for x in c if not (isinstance(x, Token) and x.type == "A"))
 
 
+def _c_divide(a, b):
+    return _div(a, b if isinstance(b, tuple) else (rt.num(Fraction(b.value)), None))
+
+
+def _off_amount(a, p):
+    """a less p: a percent of a ("20% off $80"), or an amount of money off an amount ("$5 off $80")."""
+    return _relative(a, p, -1) if p[1] == "%" or (_money(p) and _money(a)) else None
+
+
 _KEEP_TOKENS = {"NUM", "UNIT", "IDIOM", "FRAC1", "FRACN", "FUNC", "A", "VAR"}
 
 
@@ -172,7 +189,8 @@ _WANT_TOKEN = {"num", "frac", "amount", "amount_more", "idiom", "idiom_and", "id
                "call", "fdef", "convert", "convert_r", "var", "tdiv", "mixed_post", "pow_div", "mixed_pow", "div_chain", "amount_mixed", "c_divide", "amount_and_half",
                "unit_price", "unit_price_r", "clock", "elapsed", "elapsed_r", "elapsed_24",
                "part_unit", "unit_price_one", "unit_price_if", "rate", "rate_r", "as_much", "r_nearest_unit",
-               "per_unit", "unit_price_r1", "change_each"}
+               "per_unit", "unit_price_r1", "change_each", "split_r", "given", "given_r", "ask_n", "at_each_if",
+               "per_unit_r"}
 
 
 def readings(tree) -> set:

@@ -244,3 +244,12 @@ def _per_unit(price, q, unit: Token):
         return None
     n = _in_unit(q, unit.value)
     return None if n is None or not rt.value(n) else _div(price, (n, None))
+
+
+def _scaled(given, ask):
+    """The price of m things when n cost q: q / n * m ("3 for $4.50, how much for 7?"); q / n for one."""
+    (n, q), m = given[0], ask[0]
+    if not _money(q) or n <= 0 or n.denominator != 1 or m <= 0:
+        return None
+    one = _div(q, (rt.num(n), None))
+    return one if m == 1 else _mul(one, (rt.num(m), None))
