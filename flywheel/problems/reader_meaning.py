@@ -58,7 +58,6 @@ from galahad.flywheel.problems.reader_phrases import (
     _extreme,
     _interest,
     _money,
-    _scaled,
     _pct_change,
     _pct_of,
     _per_unit,
@@ -67,6 +66,7 @@ from galahad.flywheel.problems.reader_phrases import (
     _ratio,
     _round,
     _round_unit,
+    _scaled,
     _sig_unit,
     _total_list,
 )
