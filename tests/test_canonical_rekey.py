@@ -79,3 +79,23 @@ def test_k8_keys_are_recomputed_under_k9(tmp_path):
         assert cat.problems.key(ids[lost])["canonical_key"] is None
         assert cat.problems.by_keys(["e:+(2,3)"]) == []
         assert cat.problems.by_hash(ids[lost])["text"] == lost
+
+
+def test_k9_keys_are_recomputed_under_k10(tmp_path):
+    """k10 ends a clause at a command in mid-text ("3x+5=20 find x": k9 read 20x, x = 5/17) and reads "the
+    difference between" as |a - b|: re-keying replaces the wrong key and adds the new one; hash recall is kept."""
+    wrong, gained = "3x+5=20 find x", "what's the difference between 15 and 42"
+    assert canonical.value(canonical.canonical_key(wrong)) == 5
+    with Catalog(f"sqlite:///{tmp_path / 'c.sqlite3'}") as cat:
+        ids = {t: cat.problems.add(t, a, "me", "t") for t, a in ((wrong, "5"), (gained, "27"))}
+        keys = TABLES["problem_keys"]
+        with cat.write() as conn:
+            for text, old in ((wrong, "q:17x-5"), (gained, None)):
+                conn.execute(update(keys).where(keys.c.problem_id == ids[text])
+                             .values(key_version="k9", canonical_key=old))
+        assert cat.problems.ensure_keys() == 2
+        assert cat.problems.key(ids[wrong])["canonical_key"] == canonical.canonical_key("solve 3x + 5 = 20")
+        assert cat.problems.by_keys(["q:17x-5"]) == []
+        assert canonical.value(cat.problems.key(ids[gained])["canonical_key"]) == 27
+        assert cat.problems.by_hash(ids[wrong])["text"] == wrong
+

@@ -41,7 +41,10 @@ from galahad.flywheel.problems.reader_lexer import Refuse, tokens
 # unit, simple interest, "twice as much as", "what percent more", lists with spaces); k8 keys of money in cents
 # or coins with no unit asked for ("3 dimes + 2 dimes", "25 cents times 8") and of counts of coins or bills that
 # are no whole number ("how many quarters in $5.10") are gone. A stored problem is re-keyed by catalog.ensure_keys (new keys included).
-KEY_VERSION = "k9"
+# k10: "the difference between a and b" is |a - b|; more money frames (an amount off, the price of m when n cost q,
+# split n ways, successive discounts), clock times without am/pm, numbers in words keyed; k9 keys of a command in
+# mid-text ("3x+5=20 find x": k9 read 20x) and of "what is left when you divide" (k9: the quotient) are gone.
+KEY_VERSION = "k10"
 MAX_CHARS = reader.MAX_CHARS  # checked first: a longer text is no arithmetic one-liner, no key
 
 
