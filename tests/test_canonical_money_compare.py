@@ -1,4 +1,4 @@
-"""Money and comparison phrasings as people type them (issue 49, second round and the k9 round): each class in
+"""Money and comparison phrasings as people type them (issue 49: the second, k9 and k10 rounds): each class in
 general form with its exact value, near misses keyed apart (a swapped word changes the value or removes the key),
 and the readings writers disagree on refused. Pure (no model)."""
 
@@ -168,20 +168,73 @@ K9_REFUSED = [
 ]
 
 
-@pytest.mark.parametrize("text,want", KEYED + K9_KEYED)
+# k10: amounts off, prices of m when n cost q, bills split n ways, successive discounts, tips on a bill, "the
+# difference between" as |a - b|, exact "how many times", numbers in words, clock times, ranges' means
+K10_KEYED = [
+    ("what is $5 off $80", F(75)), ("take $5 off $80", F(75)), ("an $80 coat with $5 off", F(75)),
+    ("if 3 cans cost $4.50, how much is one can", F(3, 2)), ("how much each if 3 cost $4.50", F(3, 2)),
+    ("3 for $4.50, how much for 7", F(21, 2)), ("price of 7 when 3 are $4.50", F(21, 2)),
+    ("$7.50 for 3, what is the price of 2?", F(5)), ("split an $84 bill 4 ways", F(21)),
+    ("how much does each person pay if four people share a bill of 84 dollars", F(21)),
+    ("$147.60 divided 4 ways", F(369, 10)),
+    ("price of a $100 coat after 20% off then 10% off the sale price", F(72)),
+    ("what is 100 dollars after a 20% discount followed by another 10% discount", F(72)),
+    ("$200, 20% off then another 10% off, final price", F(144)), ("what's left when you divide 2024 by 9", F(8)),
+    ("20 percent tip for a 56.50 bill", F(113, 10)), ("tip of 20% on a check of $56.50", F(113, 10)),
+    ("sales tax at 7.5 percent on a 120 dollar purchase", F(9)), ("$62 plus 20% tip, total", F(372, 5)),
+    ("80 bucks minus 25% off", F(60)), ("how much change from $20 if the total is $18.45?", F(31, 20)),
+    ("change from a twenty on $18.45", F(31, 20)),
+    ("total cost of six $3.25 tickets", F(39, 2)), ("6 x $3.25", F(39, 2)),
+    ("how much is 3 dozen eggs at $0.25 an egg", F(9)), ("price of 3 dozen eggs if one egg is $0.25", F(9)),
+    ("What do three dozen eggs cost at $.25 per egg?", F(9)),
+    ("$3.60 for 16 ounces, how much per ounce", F(9, 40)), ("price per ounce of a 16 oz box that costs $3.60", F(9, 40)),
+    ("what's the price per ounce if 16 oz costs $4.80", F(3, 10)),
+    ("price difference between $12.99 and $9.49", F(7, 2)), ("what's the difference between 15 and 42", F(27)),
+    ("difference between negative 5 and 8", F(13)), ("how many times larger is 250 than 40", F(25, 4)),
+    ("250 is how many times 40", F(25, 4)), ("3/4 is bigger than 2/3 by how much", F(1, 12)),
+    ("by what percent does 3 exceed 2", F(50)), ("how many percent larger is 3 than 2", F(50)),
+    ("what percentage is 48 lower than 60", F(20)), ("80 to 60 is a decrease of what percent", F(25)),
+    ("what's twelve and a half percent of 64", F(8)), ("what percent is 3 out of 8", F(75, 2)),
+    ("convert .45 to percent", F(45)), ("convert 7/8 to %", F(175, 2)), ("half a percent of 1200", F(6)),
+    ("15 per cent of 240", F(36)), ("47 divided by 5 remainder", F(2)), ("365 ÷ 7, what's the remainder", F(1)),
+    ("remainder of 89 over 9", F(8)), ("what's left over when you divide 365 by 7", F(1)),
+    ("2^{10} \\bmod 7", F(2)), ("twelve thousand four hundred and five", F(12405)), ("2.5 million as a number", F(2500000)),
+    ("two point five million", F(2500000)), ("half a million", F(500000)), ("3 quarters of 100", F(75)),
+    ("a gross is how many items", F(144)), ("how many things in one gross", F(144)),
+    ("what's a dozen and a half in numbers", F(18)), ("3x-5=20 what is x", F(25, 3)), ("3x+5=20 find x", F(5)),
+    ("7 = 2y - 3, solve for y", F(5)), ("$3x + 5 = 20$", F(5)), ("$f(x) = 3x + 2$. Compute $f(4)$.", F(14)),
+    ("if h(t)=-16t^2+64t what is h(2)", F(64)), ("f(g(1)) where f(x)=2x, g(x)=x+3", F(8)),
+    ("how many minutes from 9:40 to 11:15", F(95)), ("hours between 08:15 and 17:30", F(37, 4)),
+    ("10:45am to 2:20pm how many minutes", F(215)), ("How long in minutes is it from 8:15 a.m. to 11:50 a.m.?", F(215)),
+    ("average of all numbers from 1 to 100", F(101, 2)), ("mean of 1 through 10", F(11, 2)), ("avg(-3,5,10,-4)", F(2)),
+    ("what is the sum of 3 and 4, multiplied by 5", F(35)), ("(3 + 4) x 5 = ?", F(35)), ("calc 23 × 47", F(1081)),
+    ("add up 15, 27, 38 and 20", F(100)), ("3/4 ÷ 1/8", F(6)), ("1/8 ÷ 3/4", F(1, 6)),
+    ("2 to the power of negative 3", F(1, 8)), ("what is 2 to the minus 3", F(1, 8)), ("whats 5 less then 12", F(7)),
+]
+K10_NEAR_MISSES = [("what is $5 off $80", "what is $5 on $80"), ("3 for $4.50, how much for 7", "3 for $4.50, how much for 6"),
+        ("price of a $100 coat after 20% off then 10% off", "price of a $100 coat after 20% off then 20% off"),
+        ("how many minutes from 9:40 to 11:15", "how many minutes from 9:40 to 11:25"),
+        ("what's the difference between 15 and 42", "what's the sum of 15 and 42"),
+        ("how many times larger is 250 than 40", "how many times larger is 40 than 250"),
+        ("average of all numbers from 1 to 100", "average of all numbers from 1 to 99")]
+K10_REFUSED = ["how many minutes from 10:30 to 1:15", "what is left when you divide 2024 by 9 and take 3", "price of 3 dozen eggs if one egg is 25 cents", "what is 2 + 3 thousand",
+           "the difference of 15 and 42", "what is 5 off 80", "mean of 1.5 to 10", "3 for $4.50, how much for 0"]
+
+
+@pytest.mark.parametrize("text,want", KEYED + K9_KEYED + K10_KEYED)
 def test_keyed_with_exact_value(text: str, want: F) -> None:
     key = K(text)
     assert key is not None, text
     assert V(key) == want
 
 
-@pytest.mark.parametrize("a,b", NEAR_MISSES + K9_NEAR_MISSES)
+@pytest.mark.parametrize("a,b", NEAR_MISSES + K9_NEAR_MISSES + K10_NEAR_MISSES)
 def test_near_miss_is_keyed_apart(a: str, b: str) -> None:
     ka, kb = K(a), K(b)
     assert ka is not None
     assert kb is None or (kb != ka and V(kb) != V(ka))
 
 
-@pytest.mark.parametrize("text", REFUSED + K9_REFUSED)
+@pytest.mark.parametrize("text", REFUSED + K9_REFUSED + K10_REFUSED)
 def test_refused(text: str) -> None:
     assert K(text) is None

@@ -6,6 +6,7 @@ gives one key and a defined value (reader_tree bounds the arithmetic). Anything 
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 from lark.exceptions import LarkError
@@ -33,13 +34,19 @@ def _in_main_unit(tree, kind):
     return tree, ("items",)
 
 
-def _key_of(reading, units: set[str], letter: bool, worded: bool) -> tuple[str, Fraction] | None:
-    """A reading's key, or None. A whole number alone is the answer already in the text, unless the text has no
-    digit: "twelve thousand four hundred five", "a gross" ask for the number in digits."""
+def _written(text: str) -> frozenset[str]:
+    """The whole numbers written in digits in a text ("12,405" is 12405)."""
+    return frozenset(str(int(d)) for d in re.findall(r"\d+", re.sub(r"(?<=\d),(?=\d{3})", "", text)))
+
+
+def _key_of(reading, units: set[str], letter: bool, written: frozenset[str]) -> tuple[str, Fraction] | None:
+    """A reading's key, or None. A whole number alone is no question where its digits are in the text ("x = 4",
+    "what is 12,405"); it is one where they are not ("twelve thousand four hundred five", "a gross", "2.5
+    million as a number")."""
     (tree, kind), frame = reading
     if kind == "solved":  # x = t: an equation to solve for a letter, else (a definition, "let f = 3 + 2",
         # or an unknown in words, "what number is 3 + 2") the question t
-        if tree[1][0] == "n" and tree[1][2].denominator == 1 and not (worded and not letter):
+        if tree[1][0] == "n" and tree[1][2].denominator == 1 and (letter or str(abs(tree[1][2])) in written):
             return None  # "x = 4": the answer is in the text
         (tree, kind), frame = ((tree, "eq"), "q") if letter else ((tree[1], None), frame)
     if frame == "q":
@@ -52,7 +59,7 @@ def _key_of(reading, units: set[str], letter: bool, worded: bool) -> tuple[str, 
         tree, kind = _in_main_unit(tree, kind)
     if kind not in (None, "w", "d") and not (isinstance(kind, tuple) and kind[0] != "items" and len(units) <= 1):
         return None
-    if rt.has_var(tree) or (tree[0] == "n" and tree[2].denominator == 1 and not worded):
+    if rt.has_var(tree) or (tree[0] == "n" and tree[2].denominator == 1 and str(abs(tree[2])) in written):
         return None
     v = rt.value(tree)
     k = "e:" + rt.key(tree)
@@ -78,7 +85,7 @@ def key_and_value(text: str) -> tuple[str, Fraction] | None:
     for r in found:
         if not (isinstance(r, tuple) and len(r) == 2 and r[1] in ("ask", "q")):
             continue
-        got = _key_of(r, units, equation, not any(c.isdigit() for c in text))
+        got = _key_of(r, units, equation, _written(text))
         if got is None:
             return None
         keyed.add(got)

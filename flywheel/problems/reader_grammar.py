@@ -29,7 +29,7 @@ GRAMMAR = r"""
 %declare CHANGE OFF ON TIP ITEMS SPLIT AMONG EVENLY LEAVES INTEGER SQRTSYM CBRTSYM SQRTP CBRTP WHICH OR
 %declare RAISE BE SUCH THAT MUST MODSYM FLOOR EQUATION SATISFIES NEGATE ABSF POWW DISTANCE FAR APART
 %declare DISCOUNT WITH SAVE AFTER PRICE PER CLOCK MAXIMUM MINIMUM WAYS LONG MOREADJ LESSADJ PAY BACK NUMBERS RANGE
-%declare UP SIMPLE INTEREST EARN PERYEAR DIFFER
+%declare UP SIMPLE INTEREST EARN PERYEAR DIFFER ALL THROUGH
 
 start: (SEP | COLON)* _question (SEP | COMMA)*
 _question: ask | equation_q | functions_q
@@ -76,7 +76,7 @@ _after: SEP* WHAT IS LEFT | SEP* WHAT IS SUM
 ?sneg: DASH sneg -> neg | NEGATIVE sneg -> neg | MINUS sneg -> neg | spow
 ?spow: sbase (CARET | POWW) sexp -> pow | satom | implicit | sbase CARET sexp TSLASH NUM -> pow_div
 ?sbase: batom | DASH batom -> neg
-?sexp: batom | DASH batom -> neg | implicit
+?sexp: batom | (DASH | NEGATIVE) batom -> neg | implicit
 ?satom: batom | quantity | phrase
 ?batom: NUM -> num
       | frac
@@ -138,7 +138,9 @@ pmixed: NUM AND fraction_words -> mixed
       | QUOTIENT OF sexpr (AND | DIVBY) _arg2 -> quotient
       // "the ratio of 4 to 12", "4:12 as a fraction" (reader_lexer): a / b as a number
       | RATIO OF? sexpr TO _arg2 -> ratio
-      | (MEAN OF | MEAN) items -> mean | MEDIAN OF? items -> median
+      | (MEAN OF | MEAN) items -> mean | MEAN LP items RP -> mean
+      // the mean of the whole numbers from a to b: "the average of all numbers from 1 to 100", "mean of 1 through 10"
+      | MEAN OF? (ALL? NUMBERS)? FROM? NUM (TO | THROUGH) NUM -> mean_range | MEDIAN OF? items -> median
       | (SQUARE OF | SQUARE) of_arg -> square | (CUBE OF | CUBE) of_arg -> cube
       | SQRT of_arg -> sqrt | CBRT of_arg -> cbrt
       | TWICE of_arg -> twice | (DOUBLE | DOUBLE OF) of_arg -> twice | TRIPLE of_arg -> thrice
@@ -146,7 +148,7 @@ pmixed: NUM AND fraction_words -> mixed
       | ABSOLUTE OF of_arg -> absolute
       | REMAINDER (WHEN | OF) sexpr IS? (DIVBY | SLASH | TSLASH | OVER) sexpr -> remainder
       | REMAINDER WHEN DIVIDE sexpr BY sexpr -> remainder
-      | sexpr DIVBY sexpr (COMMA | SEP)* (WHAT IS)? REMAINDER -> remainder
+      | sexpr (DIVBY | SLASH) sexpr (COMMA | SEP)* (WHAT IS)? REMAINDER -> remainder
       | sexpr DIVBY sexpr LEAVES WHAT REMAINDER -> remainder
       | WHEN sexpr IS DIVBY sexpr (COMMA | SEP)* WHAT IS REMAINDER -> remainder
 ?part: fraction_words | frac | percent
@@ -184,7 +186,7 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | sexpr (DECREASED BY | LESS) sexpr -> decrease
         | sexpr MORETHAN sexpr -> rel_more | sexpr LESSTHAN sexpr -> rel_less
         | percent OFF sexpr -> off | sexpr (OFF | LESS) percent -> off_r
-        | A? percent _tip (ON | OF | FOR) _obj _tail? -> part_of | _tip (OF | AT)? percent (ON | FOR) _obj -> part_of
+        | A? percent _tip (ON | OF | FOR) _obj _tail? -> part_of | _tip (OF | AT)? percent (ON | FOR | OF) _obj -> part_of
         | TAKE percent OFF OF? sexpr -> off
         | _tip ON sexpr AT percent OFF? -> tip_at
         // a discount takes the part off ("$80 with 25% off", "the price of $80 after a 25% discount")
@@ -195,25 +197,27 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | HOW MANY UNIT (IS IT)? FROM NUM TO NUM -> elapsed_24
         | HOW LONG (IS IT?)? _span IN UNIT -> elapsed_r | HOW LONG IN UNIT (IS IT)? _span -> elapsed
         // a tip or tax added: "$25 plus 8% tax", "$40 with a 15% tip"
-        | sexpr (PLUS | PLUSS | WITH) A? percent TIP -> plus_part | percent OFF OF sexpr -> off
+        | sexpr (PLUS | PLUSS | WITH) A? percent TIP ((COMMA | SEP)* SUM)? -> plus_part
+        | SUM (ON | OF | FOR) _obj WITH A? percent TIP -> plus_part
+        | (HOW MUCH)? CHANGE BACK? FROM sexpr IF (SUM | PRICE | ITEMS) (IS | COST) sexpr -> change | percent OFF OF sexpr -> off
         | SUM WITH A? percent TIP ON sexpr -> tip_total | SUM COST? OF sexpr (PLUS | PLUSS | WITH) A? percent TIP -> plus_part
         | sexpr AFTER A? percent INCREASE -> plus_part | sexpr AFTER A? percent DECREASE -> off_r
         | HOW MUCH _tip ON sexpr AT percent OFF? -> tip_at | PRICE? OF? sexpr AT percent OFF -> off_r
         | PRICE AFTER A? percent DISCOUNT ON sexpr -> off | HOW MUCH IS? SAVE WITH percent OFF sexpr -> part_of
         // an amount less a percent of it: "$80 minus 25%" (money only: "80 minus 25%" may be 79.75)
-        | sexpr (MINUS | DASH) percent -> minus_pct | sexpr (PLUS | PLUSS) percent -> plus_pct
+        | sexpr (MINUS | DASH) percent OFF? -> minus_pct | sexpr (PLUS | PLUSS) percent -> plus_pct
         | SUM COST? OF quantity -> total
         // change from a payment: "change from $20 for a $13.75 purchase", "if you pay $20 for $13.75, how much change"
         | (HOW MUCH)? CHANGE BACK? FROM sexpr (FOR | ON | IF REMOVE | AFTER REMOVE) sexpr -> change
         | PAY WITH? sexpr FOR sexpr (COMMA | SEP)* (HOW MUCH | WHAT IS)? CHANGE BACK? -> change
         | sexpr DIVIDED EVENLY? (AMONG | BETWEEN) NUM ITEMS? -> c_divide
-        | sexpr SPLIT NUM WAYS -> c_divide | (SPLIT | DIVIDE) _obj NUM WAYS -> c_divide
+        | sexpr (SPLIT | DIVIDED) NUM WAYS -> c_divide | (SPLIT | DIVIDE) _obj NUM WAYS -> c_divide
         | HOW MUCH DOES? EACH ITEMS? PAY IF NUM ITEMS? SPLIT _obj -> split_r
         // an amount of money off another: "$5 off $80", "an $80 item with $5 off"
         | sexpr OFF sexpr -> off_amount | TAKE sexpr OFF OF? sexpr -> off_amount
         | PRICE AFTER TAKE sexpr OFF OF? sexpr -> off_amount | sexpr ITEMS? WITH sexpr OFF -> off_amount_r
         // discounts one after another: "$100, 20% off, then 10% off the sale price"
-        | relative COMMA? AND? THEN A? percent (OFF | DISCOUNT) PRICE? (COMMA PRICE)? -> off_r | sexpr COMMA percent OFF -> off_r
+        | relative COMMA? AND? THEN A? percent (OFF | DISCOUNT) PRICE? (COMMA PRICE)? -> off_r | sexpr COMMA? percent OFF -> off_r
         // the price of m when n cost q: "3 for $4.50, how much for 7?", "how much each if 3 cost $4.50"
         | price_given (COMMA | SEP)* price_ask -> scaled | price_ask (IF | WHEN) price_given -> scaled_r
         // the count at a price each: "total cost of six $3.25 tickets", "price of 3 dozen eggs if one egg is 25 cents"
@@ -221,7 +225,7 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | PRICE OF cnt ITEMS? IF NUM ITEMS? (IS | COST) sexpr -> at_each_if
         | HOW MUCH FOR? cnt ITEMS? THAT COST sexpr EACH -> at_each
         // the price of one unit: "price per ounce of a 16 oz box that costs $3.60"
-        | PRICE PER UNIT OF _obj (THAT COST | FOR | AT) sexpr -> per_unit_r
+        | PRICE PER UNIT (OF _obj (THAT COST | FOR | AT) | IF _obj COST) sexpr -> per_unit_r
         // a phrase closed by a comma, then an operation: "the sum of 3 and 4, multiplied by 5"
         | phrase COMMA (STAR | TIMES) sneg -> mul | phrase COMMA DIVBY sneg -> div
         | sexpr WITH percent OFF -> off_r | PRICE? OF? sexpr AFTER (A? percent DISCOUNT | percent OFF) -> off_r
@@ -293,13 +297,14 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
 idiomq: count? IDIOM -> idiom
 ?cnt: spnum | idiomq
 _obj: A? sexpr ITEMS? | A? ITEMS OF sexpr
-price_given: NUM ITEMS? (FOR | COST) sexpr -> given | IF NUM ITEMS? COST sexpr -> given | sexpr FOR NUM ITEMS? -> given_r
-price_ask: (WHAT IS? PRICE OF | HOW MUCH (IS | FOR | DOES)? | WHAT DOES | COST OF) NUM ITEMS? COST? -> ask_n
+price_given: NUM ITEMS? (FOR | COST | IS) sexpr -> given | IF NUM ITEMS? COST sexpr -> given | sexpr FOR NUM ITEMS? -> given_r
+price_ask: ((WHAT IS)? PRICE OF | HOW MUCH (IS | FOR | DOES)? | WHAT DOES? | COST OF) NUM ITEMS? COST? -> ask_n
          | PRICE PER ITEMS | HOW MUCH EACH | HOW MUCH IS EACH | PRICE OF EACH | HOW MUCH PER ITEMS
 ?compare: HOW (MUCH | MANY) MORE IS sexpr THAN sexpr -> cmp_more | HOW (MUCH | MANY) LESS IS sexpr THAN sexpr -> cmp_less
        | BY HOW MUCH IS sexpr MORE THAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESS THAN sexpr -> cmp_less
        | HOW (MUCH | MANY) MORE THAN sexpr IS sexpr -> cmp_less | HOW MUCH LESS THAN sexpr IS sexpr -> cmp_more
-       | HOW MUCH DOES sexpr EXCEED sexpr BY -> cmp_more | sexpr EXCEED sexpr BY HOW MUCH -> cmp_more
+       | HOW MUCH DOES sexpr EXCEED sexpr BY -> cmp_more
+       | sexpr IS (MORE | MOREADJ) THAN sexpr BY HOW MUCH -> cmp_more | sexpr IS (LESS | LESSADJ) THAN sexpr BY HOW MUCH -> cmp_less | sexpr EXCEED sexpr BY HOW MUCH -> cmp_more
        | HOW MANY MORETHAN sexpr IS sexpr -> cmp_less
        // "is a or b larger?", "what is the larger number, a or b?", "the maximum of a and b"
        | IS sexpr OR sexpr MORE -> maximum | IS sexpr OR sexpr LESS -> minimum

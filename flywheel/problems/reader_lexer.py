@@ -70,6 +70,10 @@ def _clock(m: re.Match) -> str:
     return f" clockat {(h % 12 + (12 if m.group(3) == 'p' else 0)) * 60 + mins} "
 
 
+def _from_bill(m: re.Match) -> str:
+    return f" from dollarsign {lx.SMALL.get(m.group(1)) or 100} "
+
+
 def _clock24(m: re.Match) -> str:
     h, mins = m.group(1), int(m.group(2))
     if int(h) > 23:
@@ -79,6 +83,7 @@ def _clock24(m: re.Match) -> str:
 
 
 _PHRASES = [(re.compile(p), r) for p, r in [
+    (r"\b(more|less|fewer|bigger|larger|greater|smaller) then\b(?=\s*[\d$-])", r" \1 than "),  # a typo
     (r"^\s*(?:please )?(?:state|give|find|solve|compute|calculate|evaluate|answer)(?: the final answer to)? the"
      r" following(?: [a-z]+){0,2}\s*:", " "),
     (r"\bmultiplicative inverse\b", " reciprocal "), (r"\barithmetic (mean|average)\b", r" \1 "),
@@ -112,7 +117,11 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\bsales tax\b", "tax"), (r"\bdiff\b", " difference "), (r"\bfollowed by\b", " then "),
     # "20% off, then another 10% off": the second discount is a discount like the first
     (r"\b(?:another|an extra|an additional|a further)\s+(?=[\d.]+\s*(?:%|percent))", " "),
-    (r"\bhalf an? (thousand|million|billion)\b", r" 0.5 \1 "), (r"\bleft over\b", " remainder "),
+    (r"\bhalf an? (thousand|million|billion|percent)\b", r" 0.5 \1 "), (r"\bper ?cent\b", " percent "),
+    (r"\bto the (?:negative|minus) (\d+)\b(?!\s*(?:st|nd|rd|th)\b)", r" poww -\1 "), (r"\badd up\b(?! to)", " add "),
+    (r"\b(?:to|into|in|as) (?:%|percent|percentage)\s*(?=[?.!]?\s*$)", " aspercent "),
+    # "change from a twenty": a bill of that many dollars
+    (r"\bfrom an? (five|ten|twenty|fifty|hundred)\b(?!\s*(?:-|dollar|percent|%|bucks|pounds|euros))", _from_bill), (r"\bleft over\b", " remainder "),
     (r"\btime elapsed\b", " how long "),
     (r"\b(?:what is|how much is) left (?:when|if|after) (?:you )?divid(?:e|ing)\b", " what is remainder when divide "), (r"\bdown to\b", " to "), (r"\bunit price\b", " price per item "), (r"\bsale price\b", " price "),
     (r"\bmore expensive\b", " pricier "), (r"\bless expensive\b", " cheaper "), (r"\bmin\s*(?=\()", " minimum "), (r"\bmin of\b", " minimum of "),
@@ -147,6 +156,8 @@ def normalize(text: str) -> str:
         t = _SQRT.sub(lambda m: f" {_ROOTS.get(m.group(1) or '2', 'unknownroot')}p ({m.group(2)}) ", t)
     for k, v in _GLYPHS.items():
         t = t.replace(k, v)
+    # "3/4 ÷ 1/8": a division of fractions ("6 ÷ 2/3" stays read both ways: 9 or 1)
+    t = re.sub(r"(?<![\d./^])(?<!\d )(\d+/\d+)\s*\u00f7\s*(\d+/\d+)(?![\d/^.])", " (\\1) \u00f7 (\\2) ", t)
     for k, v in _VULGAR.items():
         t = re.sub(rf"(\d)\s*{k}", rf"\1 {v}", t).replace(k, f" {v} ")
     t = t.replace("{", "(").replace("}", ")")
@@ -327,7 +338,7 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
             return [Token("FUNC", w)]
         if w == "r" and prev[:1].isdigit() and any(v in _DIVISION for v in words):
             raise Refuse("'9 r 8' beside a division: remainder notation, not an unknown")
-        if w == "x" and prev[:1].isdigit() and (nxt[:1].isdigit() or (nxt[:1] == "." and nxt[1:2].isdigit())
+        if w == "x" and (prev[:1].isdigit() or prev == ")") and (nxt[:1].isdigit() or (nxt[:1] == "." and nxt[1:2].isdigit())
                                                  or nxt in _CURRENCY_SIGNS):
             if tight:
                 raise Refuse("3x4: times or hexadecimal")

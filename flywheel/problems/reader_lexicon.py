@@ -14,7 +14,7 @@ please pls kindly compute calculate evaluate find determine work out simplify te
 the value result answer final exactly exact quickly quick question thanks thank you
 can could would will you i we just now precisely actually here following expression problem math
 write written express expressed simplest form respond reply only
-so hey hi okay ok mentally get do obtain solve money new list simplified these
+so hey hi okay ok mentally get do obtain solve money new list simplified these calc
 """.split())
 # "a"/"an"/"what"/"is" are grammar tokens (a dozen, a third; frames), never skipped blindly.
 
@@ -118,7 +118,8 @@ WORDS = {
     "pay": "PAY", "pays": "PAY", "paid": "PAY", "paying": "PAY", "spent": "REMOVE", "spending": "REMOVE",
     "saved": "SAVE", "discounted": "DECREASED", "back": "BACK",
     "numbers": "NUMBERS", "digits": "NUMBERS", "numerals": "NUMBERS", "figures": "NUMBERS",
-    "drop": "DECREASE", "range": "RANGE", "up": "UP", "simple": "SIMPLE", "interest": "INTEREST",
+    "drop": "DECREASE", "where": "WHEN", "integers": "NUMBERS", "all": "ALL",
+    "through": "THROUGH", "thru": "THROUGH", "range": "RANGE", "up": "UP", "simple": "SIMPLE", "interest": "INTEREST",
     "earn": "EARN", "earns": "EARN", "earned": "EARN", "peryear": "PERYEAR", "gap": "DISTANCE",
     "differ": "DIFFER", "costing": "COST", "priced": "COST",
 } | {w: "MOREADJ" for w in ("taller", "higher", "longer", "heavier", "older", "wider", "deeper", "farther",

@@ -77,6 +77,28 @@ MAX_WORK = 4_000  # forest nodes read for one text (each of the 1,358 held-out t
 # rule name -> meaning of its non-punctuation operands (tokens that are only words are dropped)
 
 
+def _no_article(c: tuple) -> tuple:
+    return tuple(x for x in c if not (isinstance(x, Token) and x.type == "A"))
+
+
+def _mean_range(a: Token, b: Token):
+    """The mean of the whole numbers a..b: (a + b) / 2 (a < b, both whole)."""
+    x, y = Fraction(a.value), Fraction(b.value)
+    if x.denominator != 1 or y.denominator != 1 or not x < y:
+        return None
+    return rt.div(rt.add(rt.num(x), rt.num(y)), rt.num(2)), None
+
+
+def _c_divide(a, b):
+    return _div(a, b if isinstance(b, tuple) else (rt.num(Fraction(b.value)), None))
+
+
+def _off_amount(a, p):
+    """a less p: a percent of a ("20% off $80"), or an amount of money off an amount ("$5 off $80")."""
+    return _relative(a, p, -1) if p[1] == "%" or (_money(p) and _money(a)) else None
+
+
+
 M = {
     "num": lambda t: (rt.num(Fraction(t.value)), None),
     "frac": _frac, "add": _add, "sub": _sub, "mul": _mul, "div": _div, "pow": _pow,
@@ -122,7 +144,7 @@ M = {
     "plus_pct": lambda a, p: _relative(a, p, 1) if _money(a) else None,
     "range": lambda it: (rt.sub(rt.extreme(">", it[0]), rt.extreme("<", it[0])), None) if len(it[0]) > 1 else None,
     "tip_total": lambda p, a: _relative(a, p, 1), "total": lambda q: q if q[1] not in PLAIN + ("%",) else None,
-    "median": lambda it: (rt.median(it[0]), None),
+    "median": lambda it: (rt.median(it[0]), None), "mean_range": _mean_range,
     "square": lambda a: _pow(a, (rt.num(2), None)), "cube": lambda a: _pow(a, (rt.num(3), None)),
     "sqrt": lambda a: _pow(a, (rt.num(Fraction(1, 2)), None)),
     "cbrt": lambda a: _pow(a, (rt.num(Fraction(1, 3)), None)),
@@ -168,19 +190,6 @@ M = {
 }
 
 
-def _no_article(c: tuple) -> tuple:
-    return tuple(x for x in c if not (isinstance(x, Token) and x.type == "A"))
-
-
-def _c_divide(a, b):
-    return _div(a, b if isinstance(b, tuple) else (rt.num(Fraction(b.value)), None))
-
-
-def _off_amount(a, p):
-    """a less p: a percent of a ("20% off $80"), or an amount of money off an amount ("$5 off $80")."""
-    return _relative(a, p, -1) if p[1] == "%" or (_money(p) and _money(a)) else None
-
-
 _KEEP_TOKENS = {"NUM", "UNIT", "IDIOM", "FRAC1", "FRACN", "FUNC", "A", "VAR"}
 
 
@@ -190,7 +199,7 @@ _WANT_TOKEN = {"num", "frac", "amount", "amount_more", "idiom", "idiom_and", "id
                "unit_price", "unit_price_r", "clock", "elapsed", "elapsed_r", "elapsed_24",
                "part_unit", "unit_price_one", "unit_price_if", "rate", "rate_r", "as_much", "r_nearest_unit",
                "per_unit", "unit_price_r1", "change_each", "split_r", "given", "given_r", "ask_n", "at_each_if",
-               "per_unit_r"}
+               "per_unit_r", "mean_range"}
 
 
 def readings(tree) -> set:
