@@ -266,6 +266,9 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | sexpr (PER | SLASH | A) UNIT FOR sexpr -> rate
         | (HOW MUCH FOR | COST OF)? sexpr (OF ITEMS)? AT sexpr (PER | SLASH | A) UNIT -> rate_r
         | HOW MUCH DOES? sexpr (OF ITEMS)? COST AT sexpr (PER | SLASH | A) UNIT -> rate_r
+        // pay: "how much do I make working 40 hours at $18.50 an hour", "$15.50/hr x 38 hrs"
+        | HOW MUCH (EARN | EQUALS) FOR? sexpr AT sexpr (PER | SLASH | A) UNIT -> rate_r
+        | sexpr (PER | SLASH | A) UNIT (STAR | TIMES) sexpr -> rate
         // the price of one unit or item: "$4.80 for 16 ounces, what is the price per ounce?", "$4.50 for 6 cans, price per can?"
         | sexpr FOR sexpr (COMMA | SEP)* ((WHAT IS | HOW MUCH IS)? (PRICE | COST) | HOW MUCH) PER UNIT -> per_unit
         | sexpr FOR NUM ITEMS (COMMA | SEP)* (WHAT IS | HOW MUCH IS)? (PRICE | COST) PER ITEMS? -> unit_price_r1

@@ -123,6 +123,12 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     # "change from a twenty": a bill of that many dollars
     (r"\bfrom an? (five|ten|twenty|fifty|hundred)\b(?!\s*(?:-|dollar|percent|%|bucks|pounds|euros))", _from_bill), (r"\bleft over\b", " remainder "),
     (r"\btime elapsed\b", " how long "),
+    # temperatures: "68°F", "68 degrees fahrenheit", "in °C", "100 C in F"
+    (r"(?:\u00b0\s*|\bdegrees?\s+)(f|c)(?:ahrenheit|elsius)?\b", lambda m: f" deg{m.group(1)} "),
+    (r"\bdegrees?\s+(?=fahrenheit|celsius|centigrade)", " "),
+    (r"(deg[fc]\s+(?:in|to|into)\s+)(f|c)\s*(?=[?.!]?\s*$)", r"\1 deg\2 "),
+    (r"(?<=\d)\s*(f|c)\s+(in|to|into)\s+(f|c)\s*(?=[?.!]?\s*$)", lambda m: f" deg{m.group(1)} {m.group(2)} deg{m.group(3)} "),
+    (r"(?<=\d)\s*(f|c)\s+(in|to|into)\s+(?=fahrenheit|celsius)", lambda m: f" deg{m.group(1)} {m.group(2)} "),
     (r"\b(?:what is|how much is) left (?:when|if|after) (?:you )?divid(?:e|ing)\b", " what is remainder when divide "), (r"\bdown to\b", " to "), (r"\bunit price\b", " price per item "), (r"\bsale price\b", " price "),
     (r"\bmore expensive\b", " pricier "), (r"\bless expensive\b", " cheaper "), (r"\bmin\s*(?=\()", " minimum "), (r"\bmin of\b", " minimum of "),
     (r"\bby what amount\b", " by how much "), (r"\bon sale (?:for|at) (?=[\d.]+\s*(?:%|percent) off)", " "),
@@ -338,7 +344,7 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
             return [Token("FUNC", w)]
         if w == "r" and prev[:1].isdigit() and any(v in _DIVISION for v in words):
             raise Refuse("'9 r 8' beside a division: remainder notation, not an unknown")
-        if w == "x" and (prev[:1].isdigit() or prev == ")") and (nxt[:1].isdigit() or (nxt[:1] == "." and nxt[1:2].isdigit())
+        if w == "x" and (prev[:1].isdigit() or prev == ")" or prev in lx.UNIT) and (nxt[:1].isdigit() or (nxt[:1] == "." and nxt[1:2].isdigit())
                                                  or nxt in _CURRENCY_SIGNS):
             if tight:
                 raise Refuse("3x4: times or hexadecimal")

@@ -14,7 +14,7 @@ please pls kindly compute calculate evaluate find determine work out simplify te
 the value result answer final exactly exact quickly quick question thanks thank you
 can could would will you i we just now precisely actually here following expression problem math
 write written express expressed simplest form respond reply only
-so hey hi okay ok mentally get do obtain solve money new list simplified these calc
+so hey hi okay ok mentally get do obtain solve money new list simplified these calc working worked
 """.split())
 # "a"/"an"/"what"/"is" are grammar tokens (a dozen, a third; frames), never skipped blindly.
 
@@ -61,6 +61,8 @@ _U = {
     # other currencies: their own dimensions, so no amount of one joins or converts to another (no rate is known)
     "gbp": {("gbp",): F(1), ("pence",): F(1, 100)},
     "eur": {("euro", "euros", "eur"): F(1)},
+    # temperatures: their own scales, converted by reader_phrases._temperature (an offset, no factor)
+    "degf": {("degf", "fahrenheit"): F(1)}, "degc": {("degc", "celsius", "centigrade"): F(1)},
 }
 UNIT = {w: (dim, f) for dim, table in _U.items() for names, f in table.items() for w in names}
 

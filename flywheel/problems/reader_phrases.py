@@ -120,6 +120,8 @@ def _convert(q, unit: Token):
     if q[1] in PLAIN or q[1] == "%":
         return None
     dim, f = unit.value.split(":")
+    if {dim, q[1][0]} == {"degf", "degc"}:
+        return _temperature(q[0], dim)
     if dim != q[1][0]:
         return None
     ratio = q[1][1] / Fraction(f)
@@ -130,6 +132,17 @@ def _convert(q, unit: Token):
         v = rt.value(got)
         if v is None or v.denominator != 1:
             raise Refuse("how many quarters in $5.10: 20, or 20.4?")
+    return got, None
+
+
+def _temperature(t, to: str):
+    """Fahrenheit to Celsius, (F - 32) * 5/9, or back, F = C * 9/5 + 32; a value past 4 decimal places (100 F is
+    37.777... C) gets no key: writers round it."""
+    got = (rt.mul(rt.sub(t, rt.num(32)), rt.num(Fraction(5, 9))) if to == "degc"
+           else rt.add(rt.mul(t, rt.num(Fraction(9, 5))), rt.num(32)))
+    v = rt.value(got)
+    if v is None or not _decimal(v, 4):
+        raise Refuse("a temperature with no short decimal: writers round it")
     return got, None
 
 
