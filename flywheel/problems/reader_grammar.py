@@ -218,7 +218,8 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | PRICE AFTER TAKE sexpr OFF OF? sexpr -> off_amount | sexpr ITEMS? WITH sexpr OFF -> off_amount_r
         // discounts one after another: "$100, 20% off, then 10% off the sale price"
         | relative COMMA? AND? THEN A? percent (OFF | DISCOUNT) PRICE? (COMMA PRICE)? -> off_r | sexpr COMMA? percent OFF -> off_r
-        // the price of m when n cost q: "3 for $4.50, how much for 7?", "how much each if 3 cost $4.50"
+        // the price of m when n cost q: "3 for $4.50, how much for 7?", "how much each if 3 cost $4.50", "price
+        // per item if 3 cost $7.50", "$7.50 for 3, what is the price of one?"
         | price_given (COMMA | SEP)* price_ask -> scaled | price_ask (IF | WHEN) price_given -> scaled_r
         // the count at a price each: "total cost of six $3.25 tickets", "price of 3 dozen eggs if one egg is 25 cents"
         | (SUM COST? | COST | PRICE) OF cnt sexpr ITEMS -> at_each_money
@@ -246,11 +247,6 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | NUM ITEMS? AT sexpr EACH? -> at_each | (SPLIT | DIVIDE) sexpr EVENLY? (AMONG | BETWEEN) NUM ITEMS? -> c_divide
         | sexpr SPLIT EVENLY? (AMONG | BETWEEN | BY) NUM ITEMS? ((COMMA | SEP)* HOW MUCH DOES? EACH)? -> c_divide
         | (WHAT cnt ITEMS? COST | SUM? (COST | PRICE) OF cnt ITEMS?) AT sexpr EACH -> at_each
-        // the price of one: "price per item if 3 cost $7.50", "$7.50 for 3, what is the price of one?"
-        | PRICE PER ITEMS IF NUM ITEMS? COST sexpr -> unit_price
-        | sexpr FOR NUM ITEMS? (COMMA | SEP)* WHAT IS PRICE OF NUM ITEMS? -> unit_price_r
-        | (WHAT IS PRICE OF NUM ITEMS? | HOW MUCH DOES NUM ITEMS? COST) IF NUM ITEMS? COST sexpr -> unit_price_one
-        | IF NUM ITEMS? COST sexpr (COMMA | SEP)* (WHAT IS PRICE OF NUM ITEMS? | (HOW MUCH | WHAT) DOES NUM ITEMS? COST) -> unit_price_if
         | HOW MUCH FOR? NUM ITEMS? COST? AT sexpr EACH -> at_each
         | cnt ITEMS? (AT | COST | COMMA) sexpr EACH (COMMA | SEP)* (WHAT IS | HOW MUCH IS)? SUM COST? -> at_each
         // the total after a tip or tax, the price after a discount: "8% tax on $25, what is the total?"
@@ -271,7 +267,6 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | sexpr (PER | SLASH | A) UNIT (STAR | TIMES) sexpr -> rate
         // the price of one unit or item: "$4.80 for 16 ounces, what is the price per ounce?", "$4.50 for 6 cans, price per can?"
         | sexpr FOR sexpr (COMMA | SEP)* ((WHAT IS | HOW MUCH IS)? (PRICE | COST) | HOW MUCH) PER UNIT -> per_unit
-        | sexpr FOR NUM ITEMS (COMMA | SEP)* (WHAT IS | HOW MUCH IS)? (PRICE | COST) PER ITEMS? -> unit_price_r1
         // change for a count at a price each: "change from $10 for 3 things costing $1.85 each"
         | (HOW MUCH)? CHANGE BACK? FROM sexpr (FOR | ON) NUM ITEMS? (AT | COST) sexpr EACH -> change_each
         // simple interest (the rate is yearly): "the simple interest on $1000 at 5% for 3 years"
@@ -281,7 +276,6 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         // a sum: "what do $3.49, $2.99 and $1.25 add up to", "add $3.49, $2.99 and $1.25"
         | WHAT DOES? quantity ADD UP TO -> total_list | quantity ADD UP TO WHAT? -> total_list | ADD quantity -> total_list
         | WHAT DOES? items ADD UP TO -> sum | items ADD UP TO WHAT? -> sum
-        | sexpr FOR NUM ITEMS? (COMMA | SEP)* HOW MUCH (IS | FOR)? NUM ITEMS? -> unit_price_r
         | idiomq ITEMS? AT sexpr EACH -> at_each
         | HOW MUCH (DOES? PAY FOR sexpr | DOES sexpr COST) (AT | WITH) percent OFF -> off_r
         | HOW MUCH IS? SAVE ON sexpr (AT | WITH) percent OFF -> tip_at
@@ -302,7 +296,8 @@ idiomq: count? IDIOM -> idiom
 _obj: A? sexpr ITEMS? | A? ITEMS OF sexpr
 price_given: NUM ITEMS? (FOR | COST | IS) sexpr -> given | IF NUM ITEMS? COST sexpr -> given | sexpr FOR NUM ITEMS? -> given_r
 price_ask: ((WHAT IS)? PRICE OF | HOW MUCH (IS | FOR | DOES)? | WHAT DOES? | COST OF) NUM ITEMS? COST? -> ask_n
-         | PRICE PER ITEMS | HOW MUCH EACH | HOW MUCH IS EACH | PRICE OF EACH | HOW MUCH PER ITEMS
+         | (WHAT IS | HOW MUCH IS)? (PRICE | COST) PER ITEMS? | HOW MUCH EACH | HOW MUCH IS EACH | PRICE OF EACH
+         | HOW MUCH PER ITEMS
 ?compare: HOW (MUCH | MANY) MORE IS sexpr THAN sexpr -> cmp_more | HOW (MUCH | MANY) LESS IS sexpr THAN sexpr -> cmp_less
        | BY HOW MUCH IS sexpr MORE THAN sexpr -> cmp_more | BY HOW MUCH IS sexpr LESS THAN sexpr -> cmp_less
        | HOW (MUCH | MANY) MORE THAN sexpr IS sexpr -> cmp_less | HOW MUCH LESS THAN sexpr IS sexpr -> cmp_more
