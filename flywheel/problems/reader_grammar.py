@@ -29,7 +29,7 @@ GRAMMAR = r"""
 %declare CHANGE OFF ON TIP ITEMS SPLIT AMONG EVENLY LEAVES INTEGER SQRTSYM CBRTSYM SQRTP CBRTP WHICH OR
 %declare RAISE BE SUCH THAT MUST MODSYM FLOOR EQUATION SATISFIES NEGATE ABSF POWW DISTANCE FAR APART
 %declare DISCOUNT WITH SAVE AFTER PRICE PER CLOCK MAXIMUM MINIMUM WAYS LONG MOREADJ LESSADJ PAY BACK NUMBERS RANGE
-%declare UP SIMPLE INTEREST EARN PERYEAR DIFFER ALL THROUGH
+%declare UP SIMPLE INTEREST EARN PERYEAR DIFFER ALL THROUGH MODE
 
 start: (SEP | COLON)* _question (SEP | COMMA)*
 _question: ask | equation_q | functions_q
@@ -138,7 +138,7 @@ pmixed: NUM AND fraction_words -> mixed
       | QUOTIENT OF sexpr (AND | DIVBY) _arg2 -> quotient
       // "the ratio of 4 to 12", "4:12 as a fraction" (reader_lexer): a / b as a number
       | RATIO OF? sexpr TO _arg2 -> ratio
-      | (MEAN OF | MEAN) items -> mean | MEAN LP items RP -> mean
+      | (MEAN OF | MEAN) items -> mean | MEAN LP items RP -> mean | MODE (OF | IN) items -> mode
       // the mean of the whole numbers from a to b: "the average of all numbers from 1 to 100", "mean of 1 through 10"
       | MEAN OF? (ALL? NUMBERS)? FROM? NUM (TO | THROUGH) NUM -> mean_range | MEDIAN OF? items -> median
       | (SQUARE OF | SQUARE) of_arg -> square | (CUBE OF | CUBE) of_arg -> cube

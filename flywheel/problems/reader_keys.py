@@ -10,7 +10,7 @@ from fractions import Fraction
 
 from galahad.flywheel.problems import reader_tree as rt
 
-_KEY_TOKEN = re.compile(r"-?\d+(?:/\d+)?|x|[+*\-/^|%_~m<>]\(|,|\)")
+_KEY_TOKEN = re.compile(r"-?\d+(?:/\d+)?|x|[+*\-/^|%_~mo<>]\(|,|\)")
 _EQ_KEY = re.compile(r"q:(\d+)x([+-]\d+)")
 
 
@@ -98,8 +98,8 @@ def _show(t: tuple) -> tuple[str, int]:
         return f"floor({_show(kids[0])[0]})", _ATOM
     if kind == "~":
         return f"round({_show(kids[0])[0]}, to {_show(kids[1])[0]})", _ATOM
-    if kind == "m":
-        return f"median({', '.join(_show(k)[0] for k in kids)})", _ATOM
+    if kind in "mo":
+        return f"{'median' if kind == 'm' else 'mode'}({', '.join(_show(k)[0] for k in kids)})", _ATOM
     if kind in "<>":
         return f"{'max' if kind == '>' else 'min'}({', '.join(_show(k)[0] for k in kids)})", _ATOM
     raise ValueError(kind)

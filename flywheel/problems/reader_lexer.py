@@ -122,7 +122,7 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\b(?:to|into|in|as) (?:%|percent|percentage)\s*(?=[?.!]?\s*$)", " aspercent "),
     # "change from a twenty": a bill of that many dollars
     (r"\bfrom an? (five|ten|twenty|fifty|hundred)\b(?!\s*(?:-|dollar|percent|%|bucks|pounds|euros))", _from_bill), (r"\bleft over\b", " remainder "),
-    (r"\btime elapsed\b", " how long "),
+    (r"\btime elapsed\b", " how long "), (r"\bmost (?:common|frequent) (?:number|value)\b", " mode "),
     # temperatures: "68°F", "68 degrees fahrenheit", "in °C", "100 C in F"
     (r"(?:\u00b0\s*|\bdegrees?\s+)(f|c)(?:ahrenheit|elsius)?\b", lambda m: f" deg{m.group(1)} "),
     (r"\bdegrees?\s+(?=fahrenheit|celsius|centigrade)", " "),

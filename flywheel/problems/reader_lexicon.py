@@ -121,7 +121,7 @@ WORDS = {
     "saved": "SAVE", "discounted": "DECREASED", "back": "BACK",
     "numbers": "NUMBERS", "digits": "NUMBERS", "numerals": "NUMBERS", "figures": "NUMBERS",
     "drop": "DECREASE", "where": "WHEN", "integers": "NUMBERS", "all": "ALL",
-    "through": "THROUGH", "thru": "THROUGH", "range": "RANGE", "up": "UP", "simple": "SIMPLE", "interest": "INTEREST",
+    "through": "THROUGH", "thru": "THROUGH", "mode": "MODE", "range": "RANGE", "up": "UP", "simple": "SIMPLE", "interest": "INTEREST",
     "earn": "EARN", "earns": "EARN", "earned": "EARN", "peryear": "PERYEAR", "gap": "DISTANCE",
     "differ": "DIFFER", "costing": "COST", "priced": "COST",
 } | {w: "MOREADJ" for w in ("taller", "higher", "longer", "heavier", "older", "wider", "deeper", "farther",

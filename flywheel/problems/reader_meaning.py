@@ -145,6 +145,7 @@ M = {
     "range": lambda it: (rt.sub(rt.extreme(">", it[0]), rt.extreme("<", it[0])), None) if len(it[0]) > 1 else None,
     "tip_total": lambda p, a: _relative(a, p, 1), "total": lambda q: q if q[1] not in PLAIN + ("%",) else None,
     "median": lambda it: (rt.median(it[0]), None), "mean_range": _mean_range,
+    "mode": lambda it: (rt.median(it[0], "o"), None) if len(it[0]) > 2 else None,
     "square": lambda a: _pow(a, (rt.num(2), None)), "cube": lambda a: _pow(a, (rt.num(3), None)),
     "sqrt": lambda a: _pow(a, (rt.num(Fraction(1, 2)), None)),
     "cbrt": lambda a: _pow(a, (rt.num(Fraction(1, 3)), None)),

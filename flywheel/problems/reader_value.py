@@ -121,6 +121,9 @@ def _value(t: tuple, x: Fraction | None, memo: dict | None) -> Fraction | None:
         vals.sort()
         n = len(vals)
         return vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2
+    if kind == "o":  # the mode: the one most frequent value (a tie: none)
+        counts = sorted(((vals.count(v), v) for v in set(vals)), reverse=True)
+        return counts[0][1] if len(counts) == 1 or counts[0][0] > counts[1][0] else None
     if kind == ">":
         return max(vals)
     if kind == "<":
