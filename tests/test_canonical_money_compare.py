@@ -209,6 +209,10 @@ K10_KEYED = [
     ("average of all numbers from 1 to 100", F(101, 2)), ("mean of 1 through 10", F(11, 2)), ("avg(-3,5,10,-4)", F(2)),
     ("what is the sum of 3 and 4, multiplied by 5", F(35)), ("(3 + 4) x 5 = ?", F(35)), ("calc 23 × 47", F(1081)),
     ("add up 15, 27, 38 and 20", F(100)), ("3/4 ÷ 1/8", F(6)), ("1/8 ÷ 3/4", F(1, 6)),
+    ("47 ÷ 6 = 7 R ?", F(5)), ("47/6 = 7 r ?", F(5)), ("how many whole times does 5 go into 17", F(3)),
+    ("What's the unit price if 12 ounces cost $4.68?", F(39, 100)), ("pay for 38 hours at $15.50 hourly", F(589)),
+    ("savings on $45 with a thirty percent discount", F(27, 2)), ("12 gallons of gas at $3.49 a gallon", F(1047, 25)),
+    ("How much change do you get from a $20 bill if something costs $13.47?", F(653, 100)),
     ("mode of 2, 3, 3, 5, 7", F(3)), ("most common number in 4, 7, 7, 2, 9, 7, 4", F(7)),
     ("68°F in °C", F(20)), ("convert 68 degrees Fahrenheit to Celsius", F(20)), ("what's 100 C in F", F(212)),
     ("how much do I make working 40 hours at $18.50 an hour", F(740)), ("$15.50/hr x 38 hrs", F(589)),
@@ -220,7 +224,7 @@ K10_NEAR_MISSES = [("what is $5 off $80", "what is $5 on $80"), ("3 for $4.50, h
         ("what's the difference between 15 and 42", "what's the sum of 15 and 42"),
         ("how many times larger is 250 than 40", "how many times larger is 40 than 250"),
         ("average of all numbers from 1 to 100", "average of all numbers from 1 to 99"), ("68°F in °C", "68°C in °F")]
-K10_REFUSED = ["100 F in C", "mode of 2, 3, 3, 5, 5", "how many minutes from 10:30 to 1:15", "what is left when you divide 2024 by 9 and take 3", "price of 3 dozen eggs if one egg is 25 cents", "what is 2 + 3 thousand",
+K10_REFUSED = ["100 F in C", "47/6 = 8 r ?", "47 ÷ 6 = 7 R 4", "what is 2 divided by 3 rounded to the nearest hundredth", "mode of 2, 3, 3, 5, 5", "how many minutes from 10:30 to 1:15", "what is left when you divide 2024 by 9 and take 3", "price of 3 dozen eggs if one egg is 25 cents", "what is 2 + 3 thousand",
            "the difference of 15 and 42", "what is 5 off 80", "mean of 1.5 to 10", "3 for $4.50, how much for 0"]
 
 

@@ -88,7 +88,7 @@ UNSUPPORTED = [
     "Solve for x: x^2 = 4", "Solve for x: x + 1 = x + 2", "Solve for x: x + 1 = x + 1", "Solve for x: x + y = 5",
     "Solve for x: 2x + 1 < 7", "What is 3 + 4!!", "Calculate 3 + 4, then double it.", "",
     "Please solve this problem to a maximum of 12 significant digits. 1.5 + 2.25 = ?",
-    "17 \u00f7 5 = 3 r ?", "17/5 = 3R?", "what is 17 divided by 5, 3 r ?",  # quotient and remainder, not r = 17/15
+    "what is 17 divided by 5, 3 r ?",  # not r = 17/15 ("17 ÷ 5 = 3 r ?" asks the remainder: k10 keys it)
 ]
 
 

@@ -53,6 +53,8 @@ _after: SEP* WHAT IS LEFT | SEP* WHAT IS SUM
 
 // ---- word tier: read by precedence and left to right -----------------------------------------------------
 ?expr: wsum | usum | (wchain | rev | relative | command) post -> postfix | rev | relative | compare | sexpr MOD sexpr -> mod
+    // "2 divided by 3 rounded to the nearest hundredth": the whole rounded, or the 3 (no key where they differ)
+    | wchain ROUNDED TO rounding -> round
 // the same words read as their symbols, by the usual precedence ("8 divided by 2 * 4": (8 / 2) * 4 too)
 ?usum: usum PLUSS uprod -> add | usum DASH uprod -> sub | usum wadd uprod -> wbin | uprod
 ?uprod: uprod STAR sneg -> mul | uprod SLASH sneg -> div | uprod wmul sneg -> wbin | sneg
@@ -149,6 +151,9 @@ pmixed: NUM AND fraction_words -> mixed
       | REMAINDER (WHEN | OF) sexpr IS? (DIVBY | SLASH | TSLASH | OVER) sexpr -> remainder
       | REMAINDER WHEN DIVIDE sexpr BY sexpr -> remainder
       | sexpr (DIVBY | SLASH) sexpr (COMMA | SEP)* (WHAT IS)? REMAINDER -> remainder
+      // "47 ÷ 6 = 7 r ?", "47 divided by 6 is 7 remainder what": the remainder, where the quotient written is right
+      | sexpr (DIVBY | SLASH) sexpr (EQ | IS) NUM REMAINDER (SEP | WHAT)? -> remainder_after
+      | NUM TSLASH NUM (EQ | IS) NUM REMAINDER (SEP | WHAT)? -> remainder_tight
       | sexpr DIVBY sexpr LEAVES WHAT REMAINDER -> remainder
       | WHEN sexpr IS DIVBY sexpr (COMMA | SEP)* WHAT IS REMAINDER -> remainder
 ?part: fraction_words | frac | percent
@@ -211,7 +216,7 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | (HOW MUCH)? CHANGE BACK? FROM sexpr (FOR | ON | IF REMOVE | AFTER REMOVE) sexpr -> change
         | PAY WITH? sexpr FOR sexpr (COMMA | SEP)* (HOW MUCH | WHAT IS)? CHANGE BACK? -> change
         | sexpr DIVIDED EVENLY? (AMONG | BETWEEN) NUM ITEMS? -> c_divide
-        | sexpr (SPLIT | DIVIDED) NUM WAYS -> c_divide | (SPLIT | DIVIDE) _obj NUM WAYS -> c_divide
+        | sexpr (SPLIT | DIVIDED) NUM WAYS ((COMMA | SEP)* HOW MUCH IS? EACH)? -> c_divide | (SPLIT | DIVIDE) _obj NUM WAYS -> c_divide
         | HOW MUCH DOES? EACH ITEMS? PAY IF NUM ITEMS? SPLIT _obj -> split_r
         // an amount of money off another: "$5 off $80", "an $80 item with $5 off"
         | sexpr OFF sexpr -> off_amount | TAKE sexpr OFF OF? sexpr -> off_amount
@@ -226,7 +231,9 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | PRICE OF cnt ITEMS? IF NUM ITEMS? (IS | COST) sexpr -> at_each_if
         | HOW MUCH FOR? cnt ITEMS? THAT COST sexpr EACH -> at_each
         // the price of one unit: "price per ounce of a 16 oz box that costs $3.60"
-        | PRICE PER UNIT (OF _obj (THAT COST | FOR | AT) | IF _obj COST) sexpr -> per_unit_r
+        | (PRICE | COST) PER UNIT (OF _obj (THAT COST | FOR | AT) | IF _obj COST) sexpr -> per_unit_r
+        // "what's the unit price if 12 ounces cost $4.68": per the amount's own unit
+        | (WHAT IS)? PRICE PER ITEMS IF quantity COST sexpr -> per_own_unit
         // a phrase closed by a comma, then an operation: "the sum of 3 and 4, multiplied by 5"
         | phrase COMMA (STAR | TIMES) sneg -> mul | phrase COMMA DIVBY sneg -> div
         | sexpr WITH percent OFF -> off_r | PRICE? OF? sexpr AFTER (A? percent DISCOUNT | percent OFF) -> off_r
@@ -260,7 +267,7 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | A? ITEMS (COST | IS) sexpr (SEP | COMMA)+ (WHAT IS | HOW MUCH IS) A? percent _tip -> tip_after
         // a price per unit times an amount in that unit: "3 pounds at $2.40 per pound", "$14.50 an hour for 8 hours"
         | sexpr (PER | SLASH | A) UNIT FOR sexpr -> rate
-        | (HOW MUCH FOR | COST OF)? sexpr (OF ITEMS)? AT sexpr (PER | SLASH | A) UNIT -> rate_r
+        | (HOW MUCH FOR | COST OF | PAY FOR | SUM FOR)? sexpr (OF ITEMS)? AT sexpr (PER | SLASH | A) UNIT -> rate_r
         | HOW MUCH DOES? sexpr (OF ITEMS)? COST AT sexpr (PER | SLASH | A) UNIT -> rate_r
         // pay: "how much do I make working 40 hours at $18.50 an hour", "$15.50/hr x 38 hrs"
         | HOW MUCH (EARN | EQUALS) FOR? sexpr AT sexpr (PER | SLASH | A) UNIT -> rate_r
@@ -273,12 +280,13 @@ rounding: NEAREST NUM -> r_nearest | NEAREST FRAC1 -> r_nearest_frac | NEAREST U
         | SIMPLE INTEREST EARN? (ON | OF | FOR) sexpr AT percent PERYEAR? (FOR | OVER | IN) sexpr -> interest
         | SIMPLE INTEREST EARN? (ON | OF | FOR) sexpr (FOR | OVER | IN) sexpr AT percent PERYEAR? -> interest_r
         | HOW MUCH INTEREST DOES sexpr EARN AT percent PERYEAR? SIMPLE INTEREST PERYEAR? (FOR | OVER | IN) sexpr -> interest
+        | HOW MUCH SIMPLE INTEREST DOES sexpr EARN AT percent PERYEAR? (FOR | OVER | IN) sexpr -> interest
         // a sum: "what do $3.49, $2.99 and $1.25 add up to", "add $3.49, $2.99 and $1.25"
         | WHAT DOES? quantity ADD UP TO -> total_list | quantity ADD UP TO WHAT? -> total_list | ADD quantity -> total_list
         | WHAT DOES? items ADD UP TO -> sum | items ADD UP TO WHAT? -> sum
         | idiomq ITEMS? AT sexpr EACH -> at_each
         | HOW MUCH (DOES? PAY FOR sexpr | DOES sexpr COST) (AT | WITH) percent OFF -> off_r
-        | HOW MUCH IS? SAVE ON sexpr (AT | WITH) percent OFF -> tip_at
+        | (HOW MUCH IS?)? SAVE ON _obj (AT | WITH) A? percent (OFF | DISCOUNT) -> tip_at
         | HOW MUCH (DOES? PAY FOR sexpr | DOES sexpr COST) AFTER A? percent DISCOUNT -> off_r
         | HOW MUCH (DOES? PAY FOR sexpr | DOES sexpr COST) WITH A? percent TIP -> plus_part
         | NUMBERW OF UNIT (IN | IS IN | EQUALS) sexpr -> convert_r
@@ -318,6 +326,7 @@ price_ask: ((WHAT IS)? PRICE OF | HOW MUCH (IS | FOR | DOES)? | WHAT DOES? | COS
        | MAXIMUM NUMBERW? (IN | AMONG) items -> maximum | MINIMUM NUMBERW? (IN | AMONG) items -> minimum
        | HOW MANY TIMES MORE IS sexpr THAN sexpr -> cmp_times | HOW MANY TIMES AS MORE IS sexpr AS sexpr -> cmp_times
        | HOW MANY TIMES DOES sexpr GO INTO sexpr -> goes_into
+       | HOW MANY WHOLE TIMES DOES sexpr GO INTO sexpr -> whole_times
        | WHICH (NUMBERW | FRACTIONW)? IS (MORE | MAXIMUM) (COMMA | COLON)? choices -> maximum
        | WHICH (NUMBERW | FRACTIONW)? IS (LESS | MINIMUM) (COMMA | COLON)? choices -> minimum
        | WHAT IS MAXIMUM NUMBERW (COMMA | COLON)? choices -> maximum

@@ -122,7 +122,7 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\b(?:to|into|in|as) (?:%|percent|percentage)\s*(?=[?.!]?\s*$)", " aspercent "),
     # "change from a twenty": a bill of that many dollars
     (r"\bfrom an? (five|ten|twenty|fifty|hundred)\b(?!\s*(?:-|dollar|percent|%|bucks|pounds|euros))", _from_bill), (r"\bleft over\b", " remainder "),
-    (r"\btime elapsed\b", " how long "), (r"\bmost (?:common|frequent) (?:number|value)\b", " mode "),
+    (r"\btime elapsed\b", " how long "), (r"\bhourly\b", " per hour "), (r"\bmost (?:common|frequent) (?:number|value)\b", " mode "),
     # temperatures: "68°F", "68 degrees fahrenheit", "in °C", "100 C in F"
     (r"(?:\u00b0\s*|\bdegrees?\s+)(f|c)(?:ahrenheit|elsius)?\b", lambda m: f" deg{m.group(1)} "),
     (r"\bdegrees?\s+(?=fahrenheit|celsius|centigrade)", " "),
@@ -343,7 +343,7 @@ def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
         if nxt == "(" and w in "fghpq":
             return [Token("FUNC", w)]
         if w == "r" and prev[:1].isdigit() and any(v in _DIVISION for v in words):
-            raise Refuse("'9 r 8' beside a division: remainder notation, not an unknown")
+            return [Token("REMAINDER", w)]  # "89 ÷ 9 = 9 r ?": remainder notation, not an unknown
         if w == "x" and (prev[:1].isdigit() or prev == ")" or prev in lx.UNIT) and (nxt[:1].isdigit() or (nxt[:1] == "." and nxt[1:2].isdigit())
                                                  or nxt in _CURRENCY_SIGNS):
             if tight:

@@ -76,7 +76,8 @@ coffees snack snacks sticker stickers donut donuts doughnut doughnuts cupcake cu
 magazine magazines balloon balloons flower flowers plant plants chair chairs hat hats sock socks friends person
 students kids children meal meals dinner lunch breakfast jacket jackets coat coats dress dresses
 game games phone phones bike bikes watch watches lamp lamps sweater sweaters
-bill check purchase order tab grapes
+bill check purchase order tab grapes gas gasoline fuel milk flour rice sugar cheese meat beef chicken fabric
+paint something
 """.split())
 
 # words that are grammar tokens: word -> token type (several words may share a type)
@@ -121,7 +122,7 @@ WORDS = {
     "saved": "SAVE", "discounted": "DECREASED", "back": "BACK",
     "numbers": "NUMBERS", "digits": "NUMBERS", "numerals": "NUMBERS", "figures": "NUMBERS",
     "drop": "DECREASE", "where": "WHEN", "integers": "NUMBERS", "all": "ALL",
-    "through": "THROUGH", "thru": "THROUGH", "mode": "MODE", "range": "RANGE", "up": "UP", "simple": "SIMPLE", "interest": "INTEREST",
+    "savings": "SAVE", "through": "THROUGH", "thru": "THROUGH", "mode": "MODE", "range": "RANGE", "up": "UP", "simple": "SIMPLE", "interest": "INTEREST",
     "earn": "EARN", "earns": "EARN", "earned": "EARN", "peryear": "PERYEAR", "gap": "DISTANCE",
     "differ": "DIFFER", "costing": "COST", "priced": "COST",
 } | {w: "MOREADJ" for w in ("taller", "higher", "longer", "heavier", "older", "wider", "deeper", "farther",

@@ -89,6 +89,12 @@ def _mean_range(a: Token, b: Token):
     return rt.div(rt.add(rt.num(x), rt.num(y)), rt.num(2)), None
 
 
+def _floor_is(a, b, q: Fraction) -> bool:
+    """Whether q is the whole quotient of a by b (both whole, b > 0)."""
+    va, vb = rt.value(a[0]), rt.value(b[0])
+    return va is not None and vb is not None and vb > 0 and va.denominator == vb.denominator == 1 and va // vb == q
+
+
 def _c_divide(a, b):
     return _div(a, b if isinstance(b, tuple) else (rt.num(Fraction(b.value)), None))
 
@@ -145,6 +151,10 @@ M = {
     "range": lambda it: (rt.sub(rt.extreme(">", it[0]), rt.extreme("<", it[0])), None) if len(it[0]) > 1 else None,
     "tip_total": lambda p, a: _relative(a, p, 1), "total": lambda q: q if q[1] not in PLAIN + ("%",) else None,
     "median": lambda it: (rt.median(it[0]), None), "mean_range": _mean_range,
+    "per_own_unit": lambda q, p: _div(p, (q[0], None)) if _money(p) and not _money(q) and q[1] not in PLAIN else None,
+    "remainder_after": lambda a, b, q: _remainder(a, b) if _floor_is(a, b, Fraction(q.value)) else None,
+    "remainder_tight": lambda a, b, q: M["remainder_after"](*((rt.num(Fraction(t.value)), None) for t in (a, b)), q),
+    "whole_times": lambda b, a: _floor(rt.div(a[0], b[0])) if _remainder(a, b) else None,
     "mode": lambda it: (rt.median(it[0], "o"), None) if len(it[0]) > 2 else None,
     "square": lambda a: _pow(a, (rt.num(2), None)), "cube": lambda a: _pow(a, (rt.num(3), None)),
     "sqrt": lambda a: _pow(a, (rt.num(Fraction(1, 2)), None)),
@@ -195,7 +205,7 @@ _WANT_TOKEN = {"num", "frac", "amount", "amount_more", "idiom", "idiom_and", "id
                "clock", "elapsed", "elapsed_r", "elapsed_24",
                "part_unit", "rate", "rate_r", "as_much", "r_nearest_unit",
                "per_unit", "change_each", "split_r", "given", "given_r", "ask_n", "at_each_if",
-               "per_unit_r", "mean_range"}
+               "per_unit_r", "mean_range", "remainder_after", "remainder_tight"}
 
 
 def readings(tree) -> set:
