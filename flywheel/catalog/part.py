@@ -58,6 +58,11 @@ class Part:
         with self.engine.connect() as conn:
             return conn.execute(stmt).scalar()
 
+    def column(self, stmt) -> list[Any]:
+        """The first column of `stmt`'s rows."""
+        with self.engine.connect() as conn:
+            return list(conn.execute(stmt).scalars())
+
     def __repr__(self) -> str:
         return f"{self._catalog!r}.{type(self).__name__.lower()}"
 

@@ -94,8 +94,7 @@ class Problems(Part):
         """Shape every problem that has no shape row (rows written before migration 0005, or by an import);
         returns how many. One anti-join; callers (`Solver`) run it once per process."""
         stale = select(P.c.id).outerjoin(SHAPE, SHAPE.c.problem_id == P.c.id).where(SHAPE.c.problem_id.is_(None))
-        with self.engine.connect() as conn:
-            ids = list(conn.execute(stale).scalars())
+        ids = self.column(stale)
         if not ids:
             return 0
         with self.write() as conn:
@@ -106,8 +105,7 @@ class Problems(Part):
         """Key every problem that has no key of the current version; returns how many were (re)keyed."""
         stale = (select(P.c.id, P.c.text).outerjoin(KEY, KEY.c.problem_id == P.c.id)
                  .where(or_(KEY.c.problem_id.is_(None), KEY.c.key_version != canonical.KEY_VERSION)))
-        with self.engine.connect() as conn:
-            found = rows(conn.execute(stale))
+        found = self.read(stale)
         if not found:
             return 0
         keys = [key_row(r["id"], r["text"]) for r in found]  # user text is parsed outside any transaction

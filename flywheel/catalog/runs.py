@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import and_, func, insert, select, update
 
 from galahad.flywheel.catalog.db import now
-from galahad.flywheel.catalog.part import Fingerprints, Part, made_under, new_id, one, require, rows, storable
+from galahad.flywheel.catalog.part import Fingerprints, Part, made_under, new_id, require, rows, storable
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
 
@@ -36,8 +36,7 @@ class Runs(Part):
                 raise GalahadError(f"unknown run {str(run_id)[:80]!r}")
 
     def get(self, run_id: str) -> dict[str, Any]:
-        with self.engine.connect() as conn:
-            row = one(conn.execute(select(R).where(R.c.id == run_id)))
+        row = self.read_one(select(R).where(R.c.id == run_id))
         if row is None:
             raise GalahadError(f"unknown run {str(run_id)[:80]!r}")
         return row
