@@ -248,12 +248,6 @@ def model_fingerprint(model: Any, tokenizer: Any) -> str:
     return h.hexdigest()
 
 
-def layer_kinds(config: Any) -> tuple[str, ...]:
-    """Each layer's KV kind ("full" or "sliding:W") as the family's adapter states it."""
-    adapter = arches.for_config(config)
-    return tuple(s.kind for s in adapter.layers(config))
-
-
 def check_spec(spec: str) -> Architecture | None:
     """Refuse a model spec that cannot load, before any worker is started for it: not a built-in name nor
     a folder with config.json, or an architecture with no adapter (named, with the supported list). Returns
