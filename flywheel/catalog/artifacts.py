@@ -56,8 +56,6 @@ def _artifact_row(artifact_id: str, meta, size: int, verification_id: str | None
 
 
 class Artifacts(Part):
-    # -- deposits ----------------------------------------------------------------------------------
-
     def deposit(
         self, store: BlobStore, artifact_id: str, *, verification_id: str | None = None, library: str | None = None,
         new_chain: bool = False, location: str | None = None, recall: tuple[str, str] | None = None,
@@ -116,8 +114,6 @@ class Artifacts(Part):
                 for aid in ids:
                     self._catalog.libraries.append(conn, library, aid, False)
         return ids
-
-    # -- reads -------------------------------------------------------------------------------------
 
     def get(self, artifact_id: str) -> dict[str, Any]:
         """The full row (token_ids included); an unknown id raises."""

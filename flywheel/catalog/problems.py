@@ -56,8 +56,6 @@ def new_row(it: dict[str, Any], t, pid: str | None = None, **extra: Any) -> dict
                 created_at=t, updated_at=t, **extra)
 
 class Problems(Part):
-    # -- writes ------------------------------------------------------------------------------------
-
     def add(
         self, text: str, answer: str, source: str, topic: str, template: str | None = None,
         external_id: str | None = None,
@@ -113,8 +111,6 @@ class Problems(Part):
             conn.execute(delete(KEY).where(KEY.c.problem_id.in_([r["id"] for r in found])))
             self.insert_ignore(conn, KEY, keys)
         return len(found)
-
-    # -- reads -------------------------------------------------------------------------------------
 
     def by_hash(self, h: str) -> dict[str, Any] | None:
         return self.read_one(select(P).where(P.c.id == h))

@@ -21,8 +21,6 @@ P, R, A, V, ART = (TABLES[t] for t in ("problems", "runs", "attempts", "verifica
 
 
 class Runs(Part):
-    # -- runs --------------------------------------------------------------------------------------
-
     def start(self, config: dict[str, Any]) -> str:
         run_id = new_id()
         with self.write() as conn:
@@ -51,8 +49,6 @@ class Runs(Part):
     def count(self) -> int:
         """How many runs the catalog has recorded."""
         return int(self.scalar(select(func.count()).select_from(R)) or 0)
-
-    # -- attempts and verdicts ---------------------------------------------------------------------
 
     def add_attempt(
         self, problem_id: str, run_id: str | None, model_fingerprint: str, sampling: dict[str, Any],
