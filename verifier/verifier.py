@@ -8,7 +8,6 @@ doubt (timeouts, parse failures, disagreements between judges) is "not verified"
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -158,20 +157,3 @@ class Verifier:
         reply = self._pool.call({"gold": gold_value, "answer": value}, self.config.timeout_s)
         return bool(reply.get("ok")), str(reply.get("reason", "error: no reason"))
 
-
-_default: Verifier | None = None
-_default_lock = threading.Lock()
-
-
-def default_verifier() -> Verifier:
-    """One shared verifier with the default config per process (its workers start on first need)."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = Verifier()
-        return _default
-
-
-def verify(gold: str, output: str) -> Verdict:
-    """`default_verifier().check(gold, output)`."""
-    return default_verifier().check(gold, output)

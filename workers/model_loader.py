@@ -79,9 +79,8 @@ def _tiny_tokenizer():
     from tokenizers.processors import TemplateProcessing
 
     tok.post_processor = TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 2)])
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>", unk_token="<unk>"
-    )
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>",
+                                   bos_token="<bos>", unk_token="<unk>")
 
 
 def _build_tiny(target: Path) -> None:
@@ -91,21 +90,10 @@ def _build_tiny(target: Path) -> None:
 
     tokenizer = _tiny_tokenizer()
     config = Gemma3TextConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=6,
-        num_attention_heads=4,
-        num_key_value_heads=1,
-        head_dim=32,
-        query_pre_attn_scalar=32,
-        sliding_window=16,
-        layer_types=["sliding_attention"] * 5 + ["full_attention"],
-        max_position_embeddings=4096,
-        pad_token_id=0,
-        eos_token_id=1,
-        bos_token_id=2,
-    )
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=6,
+        num_attention_heads=4, num_key_value_heads=1, head_dim=32, query_pre_attn_scalar=32,
+        sliding_window=16, layer_types=["sliding_attention"] * 5 + ["full_attention"],
+        max_position_embeddings=4096, pad_token_id=0, eos_token_id=1, bos_token_id=2)
     torch.manual_seed(0)
     model = Gemma3ForCausalLM(config).eval()
     model.save_pretrained(target)
@@ -168,7 +156,6 @@ def gguf_snapshot(path: Path, cache: Path) -> Path:
     the same build lock as the built-in models."""
     path = path.expanduser().resolve()
     name = f"gguf-{''.join(c if c.isalnum() or c in '._-' else '_' for c in path.stem)[:48]}-{_file_sha256(path)[:16]}"
-
     return snapshot_dir(name, cache, lambda target: _save_gguf_snapshot(path, target))
 
 
@@ -248,12 +235,6 @@ def model_fingerprint(model: Any, tokenizer: Any) -> str:
     return h.hexdigest()
 
 
-def layer_kinds(config: Any) -> tuple[str, ...]:
-    """Each layer's KV kind ("full" or "sliding:W") as the family's adapter states it."""
-    adapter = arches.for_config(config)
-    return tuple(s.kind for s in adapter.layers(config))
-
-
 def check_spec(spec: str) -> Architecture | None:
     """Refuse a model spec that cannot load, before any worker is started for it: not a built-in name nor
     a folder with config.json, or an architecture with no adapter (named, with the supported list). Returns
@@ -319,13 +300,8 @@ def load_model(spec: str, cache: Path, runtime: RuntimeConfig) -> LoadedModel:
         raise GalahadError(f"model {spec!r} failed to load: {exc}") from None
     loaded = LoadedModel(
         name=spec if spec in (GEMMA, TINY) else str(Path(spec).expanduser() if spec.endswith(".gguf") else folder),
-        model=model,
-        tokenizer=tokenizer,
-        fingerprint=model_fingerprint(model, tokenizer),
-        layer_kinds=tuple(s.kind for s in adapter.layers(cfg)),
-        context_window=adapter.context_window(cfg),
-        arch=adapter,
-        weights=weights,
-    )
+        model=model, tokenizer=tokenizer, fingerprint=model_fingerprint(model, tokenizer),
+        layer_kinds=tuple(s.kind for s in adapter.layers(cfg)), context_window=adapter.context_window(cfg),
+        arch=adapter, weights=weights)
     trim_heap()
     return loaded

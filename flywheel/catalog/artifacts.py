@@ -56,8 +56,6 @@ def _artifact_row(artifact_id: str, meta, size: int, verification_id: str | None
 
 
 class Artifacts(Part):
-    # -- deposits ----------------------------------------------------------------------------------
-
     def deposit(
         self, store: BlobStore, artifact_id: str, *, verification_id: str | None = None, library: str | None = None,
         new_chain: bool = False, location: str | None = None, recall: tuple[str, str] | None = None,
@@ -104,8 +102,7 @@ class Artifacts(Part):
             if meta.parent is not None and meta.parent not in earlier:
                 outside.add(check_id(meta.parent))
             earlier.add(aid)
-        with self.engine.connect() as conn:
-            found = set(conn.execute(select(ART.c.id).where(ART.c.id.in_(outside))).scalars()) if outside else set()
+        found = set(self.column(select(ART.c.id).where(ART.c.id.in_(outside)))) if outside else set()
         if outside - found:
             raise GalahadError(f"unknown parent artifact {sorted(outside - found)[0][:16]} (not in the catalog or "
                                "earlier in the batch)")
@@ -118,19 +115,15 @@ class Artifacts(Part):
                     self._catalog.libraries.append(conn, library, aid, False)
         return ids
 
-    # -- reads -------------------------------------------------------------------------------------
-
     def get(self, artifact_id: str) -> dict[str, Any]:
         """The full row (token_ids included); an unknown id raises."""
-        with self.engine.connect() as conn:
-            row = one(conn.execute(select(ART).where(ART.c.id == check_id(artifact_id))))
+        row = self.read_one(select(ART).where(ART.c.id == check_id(artifact_id)))
         if row is None:
             raise GalahadError(f"unknown artifact {artifact_id}")
         return row
 
     def has(self, artifact_id: str) -> bool:
-        with self.engine.connect() as conn:
-            return conn.execute(select(ART.c.id).where(ART.c.id == artifact_id)).first() is not None
+        return self.read_one(select(ART.c.id).where(ART.c.id == artifact_id)) is not None
 
     def listing(self, limit: int | None = 100, library: str | None = None) -> list[dict[str, Any]]:
         """Newest first (or a library's chains in order, with chain_index and position), without token_ids;
@@ -152,8 +145,7 @@ class Artifacts(Part):
 
     def sizes(self) -> dict[str, int]:
         """Every artifact id with its recorded size (fsck, gc, export)."""
-        with self.engine.connect() as conn:
-            return {r.id: r.size for r in conn.execute(select(ART.c.id, ART.c.size))}
+        return {r["id"]: r["size"] for r in self.read(select(ART.c.id, ART.c.size))}
 
     def graph(self) -> list[dict[str, Any]]:
         """Every artifact's id, parent, token counts, size and fingerprints (no token ids, no bytes)."""

@@ -40,7 +40,7 @@ from galahad.flywheel.catalog.db import now, open_engine, reader_engine, redact,
 from galahad.flywheel.catalog.evictions import Evictions
 from galahad.flywheel.catalog.gates import Gates
 from galahad.flywheel.catalog.libraries import Libraries
-from galahad.flywheel.catalog.part import PREFIX, id_prefix, new_id
+from galahad.flywheel.catalog.part import PREFIX, id_prefix, new_id, visible
 from galahad.flywheel.catalog.problems import Problems
 from galahad.flywheel.catalog.queue import Queue
 from galahad.flywheel.catalog.recall_answers import RecallAnswers
@@ -53,7 +53,7 @@ from galahad.flywheel.catalog.scopes import Scopes
 from galahad.flywheel.catalog.tenants import Tenants
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.records import problem_hash  # one definition of "the same problem"
-from galahad.flywheel.problems.scope_ids import SHARED, check_scope
+from galahad.flywheel.problems.scope_ids import check_scope
 
 P, R, A, V, ART = (TABLES[t] for t in ("problems", "runs", "attempts", "verifications", "artifacts"))
 __all__ = ["Catalog", "PUT_THREADS", "problem_hash", "now", "new_id", "store_location"]
@@ -108,14 +108,7 @@ class Catalog:
         """The scope column's value for a new row of `scope` (checked)."""
         return {"scope": check_scope(scope)}
 
-    @staticmethod
-    def visible(table: Table, scope: str | None) -> list:
-        """WHERE clauses: the rows of `table` that `scope` sees (its own and shared); None: every row (the
-        admin's and the single-user service's view)."""
-        if scope is None:
-            return []
-        check_scope(scope)
-        return [table.c.scope == SHARED] if scope == SHARED else [table.c.scope.in_((scope, SHARED))]
+    visible = staticmethod(visible)
 
     def insert_ignore(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> int:
         """Insert, skipping rows whose primary key exists; returns how many were new. Race-safe."""

@@ -72,9 +72,8 @@ class Evictions(Part):
         return self.read_one(select(ART).where(ART.c.id == artifact_id, ART.c.evicted_at.is_not(None)))
 
     def evicted_ids(self) -> list[str]:
-        with self.engine.connect() as conn:
-            return list(conn.execute(select(ART.c.id).where(ART.c.evicted_at.is_not(None))
-                                     .order_by(ART.c.token_start, ART.c.id)).scalars())
+        return self.column(select(ART.c.id).where(ART.c.evicted_at.is_not(None))
+                           .order_by(ART.c.token_start, ART.c.id))
 
     def rebuilt(self, artifact_id: str) -> None:
         """Its blob is durable again: clear the mark and count the rebuild."""

@@ -22,8 +22,6 @@ ART, LIB, ENT = (TABLES[t] for t in ("artifacts", "libraries", "library_entries"
 
 
 class Libraries(Part):
-    # -- writes ------------------------------------------------------------------------------------
-
     def ensure(self, name: str, topic: str | None = None, template: str | None = None) -> str:
         """Create the library if it does not exist yet; returns its name."""
         with self.write() as conn:
@@ -73,8 +71,6 @@ class Libraries(Part):
         conn.execute(insert(ENT).values(library=name, chain_index=chain, position=pos,
                                         artifact_id=artifact_id, added_at=now()))
         return (chain, pos)
-
-    # -- reads -------------------------------------------------------------------------------------
 
     def _chain_index(self, conn, name: str, chain_index: int | None, fingerprints: Fingerprints | None = None
                      ) -> int | None:

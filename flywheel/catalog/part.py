@@ -15,6 +15,7 @@ from sqlalchemy import Connection, Engine, Table, and_, exists, select
 
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
+from galahad.flywheel.problems.scope_ids import SHARED, check_scope
 
 if TYPE_CHECKING:
     from galahad.flywheel.catalog.catalog import Catalog  # cycle: catalog.catalog imports part
@@ -57,6 +58,11 @@ class Part:
         with self.engine.connect() as conn:
             return conn.execute(stmt).scalar()
 
+    def column(self, stmt) -> list[Any]:
+        """The first column of `stmt`'s rows."""
+        with self.engine.connect() as conn:
+            return list(conn.execute(stmt).scalars())
+
     def __repr__(self) -> str:
         return f"{self._catalog!r}.{type(self).__name__.lower()}"
 
@@ -86,6 +92,15 @@ def made_under(fingerprints: Fingerprints):
     """Artifacts made by that model under that runtime: the only ones a graft or an extension may use."""
     model, runtime = fingerprints
     return and_(ART.c.model_fingerprint == model, ART.c.runtime_fingerprint == runtime)
+
+
+def visible(table: Table, scope: str | None) -> list:
+    """WHERE clauses: the rows of `table` that `scope` sees (its own and shared); None: every row (the
+    admin's and the single-user service's view)."""
+    if scope is None:
+        return []
+    check_scope(scope)
+    return [table.c.scope == SHARED] if scope == SHARED else [table.c.scope.in_((scope, SHARED))]
 
 
 def storable(text: str) -> str:

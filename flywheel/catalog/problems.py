@@ -56,8 +56,6 @@ def new_row(it: dict[str, Any], t, pid: str | None = None, **extra: Any) -> dict
                 created_at=t, updated_at=t, **extra)
 
 class Problems(Part):
-    # -- writes ------------------------------------------------------------------------------------
-
     def add(
         self, text: str, answer: str, source: str, topic: str, template: str | None = None,
         external_id: str | None = None,
@@ -94,8 +92,7 @@ class Problems(Part):
         """Shape every problem that has no shape row (rows written before migration 0005, or by an import);
         returns how many. One anti-join; callers (`Solver`) run it once per process."""
         stale = select(P.c.id).outerjoin(SHAPE, SHAPE.c.problem_id == P.c.id).where(SHAPE.c.problem_id.is_(None))
-        with self.engine.connect() as conn:
-            ids = list(conn.execute(stale).scalars())
+        ids = self.column(stale)
         if not ids:
             return 0
         with self.write() as conn:
@@ -106,8 +103,7 @@ class Problems(Part):
         """Key every problem that has no key of the current version; returns how many were (re)keyed."""
         stale = (select(P.c.id, P.c.text).outerjoin(KEY, KEY.c.problem_id == P.c.id)
                  .where(or_(KEY.c.problem_id.is_(None), KEY.c.key_version != canonical.KEY_VERSION)))
-        with self.engine.connect() as conn:
-            found = rows(conn.execute(stale))
+        found = self.read(stale)
         if not found:
             return 0
         keys = [key_row(r["id"], r["text"]) for r in found]  # user text is parsed outside any transaction
@@ -115,8 +111,6 @@ class Problems(Part):
             conn.execute(delete(KEY).where(KEY.c.problem_id.in_([r["id"] for r in found])))
             self.insert_ignore(conn, KEY, keys)
         return len(found)
-
-    # -- reads -------------------------------------------------------------------------------------
 
     def by_hash(self, h: str) -> dict[str, Any] | None:
         return self.read_one(select(P).where(P.c.id == h))

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from galahad.flywheel.catalog.db import now
-from galahad.flywheel.catalog.part import Fingerprints, Part, one
+from galahad.flywheel.catalog.part import Fingerprints, Part
 from galahad.flywheel.catalog.schema import TABLES
 
 RA = TABLES["recall_answers"]
@@ -54,8 +54,7 @@ class RecallAnswers(Part):
         """The stored decode of `question` after the chain ending at `tail` that a fresh one under `cap`
         equals (`answers_cap`), or None."""
         where = [RA.c[k] == v for k, v in _key(tail, question, prompt, fingerprints).items()]
-        with self.engine.connect() as conn:
-            row = one(conn.execute(select(RA).where(*where)))
+        row = self.read_one(select(RA).where(*where))
         return row if row is not None and answers_cap(row, cap) else None
 
     def count(self) -> int:

@@ -14,11 +14,10 @@ from typing import Any
 from sqlalchemy import Connection, String, and_, cast, literal, null, select, union_all
 
 from galahad.flywheel.catalog.db import now
-from galahad.flywheel.catalog.part import Fingerprints, Part, rows
+from galahad.flywheel.catalog.part import Fingerprints, Part, made_under, rows, visible
 from galahad.flywheel.catalog.problems import oldest_of_shape
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
-from galahad.flywheel.problems.scope_ids import SHARED
 
 P, A, V, KEY, REC, ART = (TABLES[t] for t in ("problems", "attempts", "verifications", "problem_keys", "recalls",
                                               "artifacts"))
@@ -31,19 +30,13 @@ BY = {"hash": lambda problem_id: P.c.id.in_(problem_id) if isinstance(problem_id
       "numbers": lambda numbers: KEY.c.numbers == numbers}
 
 
-def _visible(scope: str | None) -> list:
-    """What a scope's routing reads: its own problems and shared's (`Catalog.visible`); None: every row."""
-    return [] if scope is None else [P.c.scope == SHARED] if scope == SHARED else [P.c.scope.in_((scope, SHARED))]
-
-
 def _recalled_stmt(*where, fingerprints: Fingerprints | None = None, scope: str | None = None):
     stmt = (select(*RECALLED, P.c.created_at.label("p_at"), REC.c.created_at.label("r_at"))
             .join(REC, REC.c.problem_id == P.c.id).outerjoin(KEY, KEY.c.problem_id == P.c.id)
             .outerjoin(V, V.c.id == REC.c.verification_id).outerjoin(A, A.c.id == V.c.attempt_id)
-            .where(P.c.status == "verified", *where, *_visible(scope)))
+            .where(P.c.status == "verified", *where, *visible(P, scope)))
     if fingerprints is not None:
-        stmt = stmt.join(ART, ART.c.id == REC.c.artifact_id).where(
-            ART.c.model_fingerprint == fingerprints[0], ART.c.runtime_fingerprint == fingerprints[1])
+        stmt = stmt.join(ART, ART.c.id == REC.c.artifact_id).where(made_under(fingerprints))
     return stmt
 
 
@@ -108,7 +101,7 @@ class Recalls(Part):
         stmt = (select(ART.c.id, ART.c.model_fingerprint, ART.c.runtime_fingerprint)
                 .join(REC, REC.c.artifact_id == ART.c.id).join(P, P.c.id == REC.c.problem_id)
                 .outerjoin(KEY, KEY.c.problem_id == P.c.id)
-                .where(P.c.status == "verified", match, *_visible(scope),
+                .where(P.c.status == "verified", match, *visible(P, scope),
                        (ART.c.model_fingerprint != fingerprints[0]) | (ART.c.runtime_fingerprint != fingerprints[1])))
         return self.read(stmt.distinct())
 

@@ -37,8 +37,7 @@ class Recompiles(Part):
                               lineage(t) == lineage())
         stmt = (select(ART).where(ART.c.model_fingerprint == model, ART.c.runtime_fingerprint != runtime, ~twin)
                 .order_by(ART.c.token_start, ART.c.recompiled_from.is_not(None), ART.c.id))
-        with self.engine.connect() as conn:
-            found = rows(conn.execute(stmt))
+        found = self.read(stmt)
         seen: set[str] = set()
         return [r for r in found if not ((r["recompiled_from"] or r["id"]) in seen
                                          or seen.add(r["recompiled_from"] or r["id"]))]

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import and_, func, insert, select, update
 
 from galahad.flywheel.catalog.db import now
-from galahad.flywheel.catalog.part import Fingerprints, Part, made_under, new_id, one, require, rows, storable
+from galahad.flywheel.catalog.part import Fingerprints, Part, made_under, new_id, require, rows, storable
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
 
@@ -21,8 +21,6 @@ P, R, A, V, ART = (TABLES[t] for t in ("problems", "runs", "attempts", "verifica
 
 
 class Runs(Part):
-    # -- runs --------------------------------------------------------------------------------------
-
     def start(self, config: dict[str, Any]) -> str:
         run_id = new_id()
         with self.write() as conn:
@@ -36,8 +34,7 @@ class Runs(Part):
                 raise GalahadError(f"unknown run {str(run_id)[:80]!r}")
 
     def get(self, run_id: str) -> dict[str, Any]:
-        with self.engine.connect() as conn:
-            row = one(conn.execute(select(R).where(R.c.id == run_id)))
+        row = self.read_one(select(R).where(R.c.id == run_id))
         if row is None:
             raise GalahadError(f"unknown run {str(run_id)[:80]!r}")
         return row
@@ -52,8 +49,6 @@ class Runs(Part):
     def count(self) -> int:
         """How many runs the catalog has recorded."""
         return int(self.scalar(select(func.count()).select_from(R)) or 0)
-
-    # -- attempts and verdicts ---------------------------------------------------------------------
 
     def add_attempt(
         self, problem_id: str, run_id: str | None, model_fingerprint: str, sampling: dict[str, Any],

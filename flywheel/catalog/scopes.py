@@ -109,9 +109,8 @@ class Scopes(Part):
         return self.read_one(select(P).where(P.c.id == problem_id, *self._catalog.visible(P, view)))
 
     def artifact_visible(self, view: str | None, artifact_id: str) -> bool:
-        with self.engine.connect() as conn:
-            return conn.execute(select(ART.c.id).where(ART.c.id == artifact_id,
-                                                       *self._catalog.visible(ART, view))).first() is not None
+        visible = self._catalog.visible(ART, view)
+        return self.read_one(select(ART.c.id).where(ART.c.id == artifact_id, *visible)) is not None
 
     def find(self, view: str | None, text: str, limit: int) -> list[dict[str, Any]]:
         stmt = (select(P).where(*Problems._matching(text, None, None), *self._catalog.visible(P, view))

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 
 from galahad.flywheel.catalog.db import now
-from galahad.flywheel.catalog.part import Part, rows
+from galahad.flywheel.catalog.part import Part
 from galahad.flywheel.catalog.schema import TABLES
 from galahad.flywheel.errors import GalahadError
 from galahad.flywheel.problems.scope_ids import NAME, SHARED
@@ -81,16 +81,14 @@ class Tenants(Part):
     def ls(self) -> list[dict[str, Any]]:
         """Every tenant with its quotas and usage (queued problems, problems, store bytes); no token data."""
         cols = [c for c in T.c if c.name not in ("token_salt", "token_hash")]
-        with self.engine.connect() as conn:
-            out = rows(conn.execute(select(*cols).order_by(T.c.name)))
+        out = self.read(select(*cols).order_by(T.c.name))
         for r in out:
             r.update(self.usage(r["name"]))
         return out
 
     def any(self) -> bool:
         """Whether any tenant exists (revoked ones too: a server with tenants never falls back to open)."""
-        with self.engine.connect() as conn:
-            return conn.execute(select(T.c.name).limit(1)).first() is not None
+        return self.read_one(select(T.c.name).limit(1)) is not None
 
     def usage(self, scope: str) -> dict[str, int]:
         """What a scope holds: `queued` (pending or claimed problems), `problems`, `used_bytes` (its artifacts)."""

@@ -119,11 +119,12 @@ def _limit(args: argparse.Namespace) -> int | None:
     return None if args.all else args.limit
 
 
-def _truncated(shown: int, total: int, as_json: bool) -> None:
+def _truncated(args: argparse.Namespace, shown: int, total) -> None:
     """Say when a listing left rows out, and how to see them (stdout under a table; stderr with --json,
-    which keeps stdout one JSON document)."""
-    if shown < total:
-        print(f"{shown:,} of {total:,} shown; --limit N or --all for more", file=sys.stderr if as_json else sys.stdout)
+    which keeps stdout one JSON document). `total()` is counted only after a full page."""
+    if _limit(args) == shown and shown < (n := total()):
+        out = sys.stderr if args.json else sys.stdout
+        print(f"{shown:,} of {n:,} shown; --limit N or --all for more", file=out)
 
 
 def _open(args: argparse.Namespace):
@@ -258,8 +259,7 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
             raise GalahadError(f"unknown library {args.library[:200]!r}")
         rows = cat.artifacts.listing(limit=_limit(args), library=args.library)
         _json(rows) if as_json else _table(rows, ART_COLS + ([("chain_index", 5), ("position", 5)] if args.library else []))
-        if _limit(args) == len(rows):  # a full page: there may be more
-            _truncated(len(rows), cat.artifacts.count(args.library), as_json)
+        _truncated(args, len(rows), lambda: cat.artifacts.count(args.library))
     elif action == "show":
         _show(cat, args.id, as_json)
     elif action == "stats":
@@ -303,16 +303,14 @@ def _dispatch(args: argparse.Namespace, cat, store) -> int:
                 r["summary"] = ", ".join(f"{k} {v}" for k, v in (r.get("summary") or {}).items()
                                          if isinstance(v, int | float | str)) or "-"
             _table(rows, [("id", 12), ("started_at", 19), ("finished_at", 19), ("summary", 80)])
-        if _limit(args) == len(rows):
-            _truncated(len(rows), cat.runs.count(), as_json)
+        _truncated(args, len(rows), cat.runs.count)
     elif action == "find":
         if args.text is None and args.hash is None and args.topic is None and args.status is None:
             raise GalahadError("find needs TEXT, --hash, --topic or --status")
         filters = {"text": args.text, "hash": args.hash, "topic": args.topic, "status": args.status}
         rows = cat.problems.find(**filters, limit=_limit(args))
         _json(rows) if as_json else _table(rows, PROB_COLS)
-        if _limit(args) == len(rows):  # a full page: there may be more
-            _truncated(len(rows), cat.problems.count(**filters), as_json)
+        _truncated(args, len(rows), lambda: cat.problems.count(**filters))
     elif action == "fsck":
         from galahad.flywheel.catalog.fsck import fsck  # deferred: sqlalchemy is heavy
 

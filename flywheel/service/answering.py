@@ -244,8 +244,6 @@ class Answering:
                 row = self.catalog.problems.by_hash(pid)
         return row is not None and row["status"] in QUEUED
 
-    # -- problems ----------------------------------------------------------------------------------
-
     def submit(self, items: object) -> list[dict[str, Any]]:
         """Problems in the problem-file schema, all or nothing (one bad item refuses the whole list)."""
         if not isinstance(items, list) or not items:
@@ -281,8 +279,6 @@ class Answering:
                 "artifact_id": sol.get("artifact_id") if sol else None,
                 "recall_artifact_id": recall["artifact_id"] if recall else None,
                 "failure": row.get("failure") if row["status"] == "failed" else None}  # why (learn/failures.py)
-
-    # -- catalog and store -------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
         """The catalog's, with per-scope figures once tenants exist (the admin's view)."""
