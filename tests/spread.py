@@ -41,8 +41,9 @@ OWN_GROUP = (
 # 5.2, the netns cluster 4.3, ... The rest follow in collection order.
 LONGEST_FIRST = (
     "tests/test_flywheel.py",
-    "tests/test_s3_cluster.py",
     "tests/test_graft.py",
+    "tests/test_s3_cluster.py::test_store_down_past_the_bounded_wait_fails_with_one_line_and_resumes",
+    "tests/test_s3_cluster.py::test_store_killed_mid_run_and_restarted_loses_nothing",
     "tests/test_reader_parser_for.py::test_parser_for_reads_as_the_whole_grammar",  # 4 cases, 72-88 s each (k9)
     "tests/test_service.py",
     "tests/test_flywheel.py::test_sigkill_mid_run_then_resume_loses_nothing",
@@ -64,7 +65,12 @@ LONGEST_FIRST = (
 
 
 # Long parametrized tests that share no fixture between their cases: each case a group of its own.
-EACH_CASE_ITS_OWN = ("tests/test_reader_parser_for.py::test_parser_for_reads_as_the_whole_grammar",)
+EACH_CASE_ITS_OWN = (
+    "tests/test_reader_parser_for.py::test_parser_for_reads_as_the_whole_grammar",
+    # its own SeaweedFS per test, once per catalog backend: four ~1-2 min groups, not one of ~8 min
+    "tests/test_s3_cluster.py::test_store_down_past_the_bounded_wait_fails_with_one_line_and_resumes",
+    "tests/test_s3_cluster.py::test_store_killed_mid_run_and_restarted_loses_nothing",
+)
 
 
 def _group(item: pytest.Item) -> str:

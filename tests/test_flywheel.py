@@ -116,12 +116,20 @@ def test_unknown_problem_falls_back_to_the_base_model(learned, env):
     assert json.loads(proc.stdout)["path"] == "base"
 
 
-def test_eval_recurrence_rescore_replay_and_tamper(learned, env, tmp_path):
+@pytest.fixture(scope="module")
+def recurrence(learned, env, tmp_path_factory):
+    """One `eval recurrence` manifest of the learned data dir (3 problems, base budget k=2) and its --json
+    scores: rescored, replayed and tampered with here, replayed on another data dir after a bundle move."""
     data, _ = learned
-    manifest = tmp_path / "recurrence.json"
+    manifest = tmp_path_factory.mktemp("recurrence") / "recurrence.json"
     proc = galahad(data, "eval", "recurrence", "--limit", "3", "--k", "2", "--json", "--out", str(manifest), env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    scores = json.loads(proc.stdout)
+    return manifest, json.loads(proc.stdout)
+
+
+def test_eval_recurrence_rescore_replay_and_tamper(learned, recurrence, env, tmp_path):
+    data, _ = learned
+    manifest, scores = recurrence
     everyone = scores["all_problems"]
     assert everyone["problems"] >= 1 and everyone["graft_accuracy"] == 1.0
     assert everyone["graft_max_decode_tokens"] <= 8
@@ -190,13 +198,12 @@ def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path, env):
     assert not report.get("dangling") and not report.get("corrupted"), report
 
 
-def test_replay_on_another_data_dir_after_a_bundle_move(learned, env, tmp_path):
+def test_replay_on_another_data_dir_after_a_bundle_move(learned, recurrence, env, tmp_path):
     """What moving to another machine of the same architecture looks like: export the artifacts as a
-    bundle, import them into a fresh data dir, and replay an eval manifest there."""
+    bundle, import them into a fresh data dir, and replay an eval manifest there (the module's recurrence
+    manifest, made on the learned data dir)."""
     data, _ = learned
-    manifest = tmp_path / "m.json"
-    proc = galahad(data, "eval", "recurrence", "--limit", "2", "--k", "1", "--out", str(manifest), env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    manifest, _ = recurrence
     bundle = tmp_path / "memory.bundle"
     assert galahad(data, "catalog", "export", str(bundle), env=env).returncode == 0
     elsewhere = tmp_path / "elsewhere"

@@ -117,7 +117,7 @@ def test_serve_in_codes_mode_answers_and_learns_under_the_codes_runtime(tmp_path
                 facts = cat.runtimes.facts(codes_fp)
             if facts is not None or time.monotonic() > deadline:
                 break
-            time.sleep(2)
+            time.sleep(0.5)
     assert facts is not None and facts["config"]["kernel_mode"] == "codes"
 
 

@@ -214,7 +214,7 @@ def weed(tmp_path):
     try:
         yield server.start()
     finally:
-        server.stop()  # SIGTERM, SIGKILL after 10 s: never outlives the test
+        server.stop()  # SIGKILL to its process group: never outlives the test
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
 

@@ -36,7 +36,7 @@ BUCKET = "galahad-test"
 @pytest.fixture(scope="module")
 def seaweed(tmp_path_factory):
     """One SeaweedFS (master, volume, filer, S3) for the module, its AWS variables set while it runs;
-    always stopped (SIGTERM, SIGKILL after 10 s)."""
+    always stopped (SIGKILL to its process group)."""
     server = Seaweed(tmp_path_factory.mktemp("seaweed"))
     saved = {k: os.environ.get(k) for k in server.env()}
     os.environ.update(server.env())

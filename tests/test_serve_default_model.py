@@ -50,7 +50,7 @@ def test_default_model_learns_over_both_protocols_then_answers_by_recurrence_ove
             learned = [s for s in statuses if s["artifact_id"] and s["recall_artifact_id"]]
             if all(s["status"] in ("verified", "failed") for s in statuses):
                 break
-            time.sleep(5)
+            time.sleep(1)
         assert learned, f"the learner deposited nothing: {statuses}"
         if any(s["text"] == USED for s in learned):  # a recall the verifier accepts is never labelled false
             code, ans = server.json("POST", "/v1/solve", {"problem": USED})

@@ -129,7 +129,7 @@ def test_solve_with_gold_queues_the_problem_for_the_learner(served):
         # verified: its verdict is committed before its deposit, which lands a moment later
         if status["status"] == "failed" or status["artifact_id"] is not None:
             break
-        time.sleep(1)
+        time.sleep(0.25)
     assert status["status"] in ("verified", "failed") and status["attempts"] >= 1, status
     assert (status["artifact_id"] is not None) == (status["status"] == "verified")
 
@@ -680,8 +680,9 @@ def _queue(data) -> tuple[dict, dict]:
 
 
 def _unfinished_deposits(data) -> list[dict]:
+    """Verified problems still missing their library artifact or their recall artifact (which lands after it)."""
     with Catalog(f"sqlite:///{data / 'catalog.sqlite3'}") as cat:
-        return cat.queue.unfinished_deposits()
+        return cat.queue.unfinished_deposits() + cat.recalls.missing()
 
 
 @pytest.mark.slow  # two servers, kill -9 of the first while it learns
@@ -726,6 +727,9 @@ def test_kill9_while_learning_then_serve_again_loses_and_duplicates_nothing(tmp_
             if not {"pending", "claimed"} & set(stats["by_status"]) and not _unfinished_deposits(data):
                 break
             time.sleep(1)
+        # read again once drained: the loop's read came before its deposit check (a recall artifact that landed
+        # between the two once failed the count below, 479 of 480, on a correct catalog)
+        stats, after = _queue(data)
         assert set(after) == set(before), "a queued problem was lost"
         assert set(after.values()) <= {"verified", "failed"}, stats
         verified = [p for p, s in after.items() if s == "verified"]
