@@ -224,7 +224,7 @@ K10_NEAR_MISSES = [("what is $5 off $80", "what is $5 on $80"), ("3 for $4.50, h
         ("what's the difference between 15 and 42", "what's the sum of 15 and 42"),
         ("how many times larger is 250 than 40", "how many times larger is 40 than 250"),
         ("average of all numbers from 1 to 100", "average of all numbers from 1 to 99"), ("68°F in °C", "68°C in °F")]
-K10_REFUSED = ["100 F in C", "47/6 = 8 r ?", "47 ÷ 6 = 7 R 4", "what is 2 divided by 3 rounded to the nearest hundredth", "mode of 2, 3, 3, 5, 5", "how many minutes from 10:30 to 1:15", "what is left when you divide 2024 by 9 and take 3", "price of 3 dozen eggs if one egg is 25 cents", "what is 2 + 3 thousand",
+K10_REFUSED = ["100 F in C", "what is $80 off $5", "68°F - 10°F in C", "47/6 = 8 r ?", "47 ÷ 6 = 7 R 4", "what is 2 divided by 3 rounded to the nearest hundredth", "mode of 2, 3, 3, 5, 5", "how many minutes from 10:30 to 1:15", "what is left when you divide 2024 by 9 and take 3", "price of 3 dozen eggs if one egg is 25 cents", "what is 2 + 3 thousand",
            "the difference of 15 and 42", "what is 5 off 80", "mean of 1.5 to 10", "3 for $4.50, how much for 0"]
 
 

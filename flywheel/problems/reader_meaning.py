@@ -100,8 +100,12 @@ def _c_divide(a, b):
 
 
 def _off_amount(a, p):
-    """a less p: a percent of a ("20% off $80"), or an amount of money off an amount ("$5 off $80")."""
-    return _relative(a, p, -1) if p[1] == "%" or (_money(p) and _money(a)) else None
+    """a less p: a percent of a ("20% off $80"), or an amount of money off a larger amount ("$5 off $80")."""
+    if p[1] == "%":
+        return _relative(a, p, -1)
+    if not (_money(p) and _money(a)) or rt.value(p[0]) * p[1][1] > rt.value(a[0]) * a[1][1]:
+        return None
+    return _relative(a, p, -1)
 
 
 

@@ -120,8 +120,8 @@ def _convert(q, unit: Token):
     if q[1] in PLAIN or q[1] == "%":
         return None
     dim, f = unit.value.split(":")
-    if {dim, q[1][0]} == {"degf", "degc"}:
-        return _temperature(q[0], dim)
+    if {dim, q[1][0]} == {"degf", "degc"}:  # a temperature written, not a difference of two ("68°F - 10°F")
+        return _temperature(q[0], dim) if q[0][0] == "n" else None
     if dim != q[1][0]:
         return None
     ratio = q[1][1] / Fraction(f)
