@@ -204,7 +204,9 @@ def _binary(s) -> set:
         for y in r1:
             out |= leaf_alts(c0[1], lambda b, y=y: pw(b, y), "post", True, ph.form == "tight")
     braced_exp = "^{" in tpl
-    if c1[0] == "n" and c1[1][0] == "frac" and not braced_exp and (
+    # a fraction divided by a fraction with the sign ("3/4 ÷ 1/8") is school notation: one reading
+    frac_by_frac = "/" not in tpl and c0[0] == "n" and c0[1][0] == "frac"
+    if c1[0] == "n" and c1[1][0] == "frac" and not braced_exp and not frac_by_frac and (
             ph.form == "tight" or (ph.form == "sym" and ph.op == "/")):
         n, d = c1[1][1]  # "8^1/3" = (8^1)/3, "6 / 3/4" = (6/3)/4
         out |= {div(ph.fn(x, F(n)), F(d)) for x in r0}
