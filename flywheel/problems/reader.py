@@ -11,6 +11,7 @@ from fractions import Fraction
 
 from lark.exceptions import LarkError
 
+from galahad.flywheel.problems import reader_lexicon as lx
 from galahad.flywheel.problems import reader_tree as rt
 from galahad.flywheel.problems.reader_doubt import doubtful
 from galahad.flywheel.problems.reader_grammar import parser_for
@@ -21,7 +22,6 @@ from galahad.flywheel.problems.reader_meaning import readings
 MAX_CHARS = 300
 
 
-MONEY = ("money", "gbp", "eur")
 
 
 def _in_main_unit(tree, kind):
@@ -55,7 +55,7 @@ def _key_of(reading, units: set[str], letter: bool, written: frozenset[str]) -> 
             return None
         k = f"q:{form[0]}x{form[1]:+d}"
         return k, key_solution(k)
-    if isinstance(kind, tuple) and kind[0] in MONEY:
+    if isinstance(kind, tuple) and kind[0] in lx.MONEY:
         tree, kind = _in_main_unit(tree, kind)
     if kind not in (None, "w", "d") and not (isinstance(kind, tuple) and kind[0] != "items" and len(units) <= 1):
         return None
@@ -82,10 +82,11 @@ def key_and_value(text: str) -> tuple[str, Fraction] | None:
     keyed = set()
     kinds = {t.type for t in toks}
     equation = "VAR" in kinds and not kinds & {"LET", "GIVEN"}
+    written = _written(text)
     for r in found:
         if not (isinstance(r, tuple) and len(r) == 2 and r[1] in ("ask", "q")):
             continue
-        got = _key_of(r, units, equation, _written(text))
+        got = _key_of(r, units, equation, written)
         if got is None:
             return None
         keyed.add(got)

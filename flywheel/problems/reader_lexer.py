@@ -121,15 +121,17 @@ _PHRASES = [(re.compile(p), r) for p, r in [
     (r"\bto the (?:negative|minus) (\d+)\b(?!\s*(?:st|nd|rd|th)\b)", r" poww -\1 "), (r"\badd up\b(?! to)", " add "),
     (r"\b(?:to|into|in|as) (?:%|percent|percentage)\s*(?=[?.!]?\s*$)", " aspercent "),
     # "change from a twenty": a bill of that many dollars
-    (r"\bfrom an? (five|ten|twenty|fifty|hundred)\b(?!\s*(?:-|dollar|percent|%|bucks|pounds|euros))", _from_bill), (r"\bleft over\b", " remainder "),
-    (r"\btime elapsed\b", " how long "), (r"\bhourly\b", " per hour "), (r"\bmost (?:common|frequent) (?:number|value)\b", " mode "),
+    (r"\bfrom an? (five|ten|twenty|fifty|hundred)\b(?!\s*(?:-|dollar|percent|%|bucks|pounds|euros))", _from_bill),
+    (r"\bleft over\b", " remainder "), (r"\btime elapsed\b", " how long "), (r"\bhourly\b", " per hour "),
+    (r"\bmost (?:common|frequent) (?:number|value)\b", " mode "),
     # temperatures: "68°F", "68 degrees fahrenheit", "in °C", "100 C in F"
     (r"(?:\u00b0\s*|\bdegrees?\s+)(f|c)(?:ahrenheit|elsius)?\b", lambda m: f" deg{m.group(1)} "),
     (r"\bdegrees?\s+(?=fahrenheit|celsius|centigrade)", " "),
     (r"(deg[fc]\s+(?:in|to|into)\s+)(f|c)\s*(?=[?.!]?\s*$)", r"\1 deg\2 "),
     (r"(?<=\d)\s*(f|c)\s+(in|to|into)\s+(f|c)\s*(?=[?.!]?\s*$)", lambda m: f" deg{m.group(1)} {m.group(2)} deg{m.group(3)} "),
     (r"(?<=\d)\s*(f|c)\s+(in|to|into)\s+(?=fahrenheit|celsius)", lambda m: f" deg{m.group(1)} {m.group(2)} "),
-    (r"\b(?:what is|how much is) left (?:when|if|after) (?:you )?divid(?:e|ing)\b", " what is remainder when divide "), (r"\bdown to\b", " to "), (r"\bunit price\b", " price per item "), (r"\bsale price\b", " price "),
+    (r"\b(?:what is|how much is) left (?:when|if|after) (?:you )?divid(?:e|ing)\b", " what is remainder when divide "),
+    (r"\bdown to\b", " to "), (r"\bunit price\b", " price per item "), (r"\bsale price\b", " price "),
     (r"\bmore expensive\b", " pricier "), (r"\bless expensive\b", " cheaper "), (r"\bmin\s*(?=\()", " minimum "), (r"\bmin of\b", " minimum of "),
     (r"\bby what amount\b", " by how much "), (r"\bon sale (?:for|at) (?=[\d.]+\s*(?:%|percent) off)", " "),
     (r"\bmarked (down|up)(?: by)?\b", lambda m: " decreased by " if m.group(1) == "down" else " increased by "),
@@ -312,7 +314,7 @@ def tokens(text: str) -> list[Token]:
     nested = sum(t.type in ("SUM", "PRODUCT", "DIFFERENCE", "QUOTIENT", "MEAN", "MEDIAN", "OF") for t in out)
     if deepest > MAX_DEPTH or nested > MAX_PHRASES:
         raise Refuse("nesting past the bound: every reading of it would be enumerated")
-    return _dollars(out)
+    return _in_context(_dollars(out))
 
 
 def _word(w: str, words: list[str], i: int, tight: bool) -> list[Token]:
@@ -383,6 +385,22 @@ def _unit(w: str) -> str:
     return f"{dim}:{f}"
 
 
+def _in_context(out: list[Token]) -> list[Token]:
+    """Readings that depend on other tokens of the text: clock times without am/pm must run forward; "what is
+    left" beside a division is refused; "$0.25 an egg" (per egg, each egg) is a price each."""
+    clocks = [(t.value, Fraction(n.value)) for t, n in zip(out, out[1:], strict=False) if t.type == "CLOCK"]
+    if any(kind == "clockbare" for kind, _ in clocks) and any(a[1] >= b[1] for a, b in zip(clocks, clocks[1:], strict=False)):
+        raise Refuse("'10:30 to 1:15': the 12-hour or the 24-hour clock?")
+    if any(t.type == "LEFT" for t in out) and any(t.type in ("DIVIDE", "DIVBY", "SLASH", "OVER") for t in out):
+        raise Refuse("what is left after a division: the remainder or the quotient?")
+    for k in range(len(out) - 2):
+        if (out[k].type == "UNIT" and out[k].value.split(":")[0] in lx.MONEY
+                and out[k + 1].type in ("A", "PER", "EACH") and out[k + 2].type == "ITEMS"):
+            out[k + 1:k + 3] = [Token("EACH", "each")]
+            break
+    return out
+
+
 def _dollars(toks: list[Token]) -> list[Token]:
     """`$ 4.50` -> `4.50 dollars` (the unit after its number, as words write it)."""
     out: list[Token] = []
@@ -399,16 +417,6 @@ def _dollars(toks: list[Token]) -> list[Token]:
     for a, b, c in zip(out, out[1:], out[2:], strict=False):
         if a.type in ("SQRTSYM", "CBRTSYM") and b.type == "NUM" and c.type == "TSLASH":
             raise Refuse("\u221a1/25: the root of the fraction or of its numerator")
-    clocks = [(t.value, Fraction(n.value)) for t, n in zip(out, out[1:], strict=False) if t.type == "CLOCK"]
-    if any(kind == "clockbare" for kind, _ in clocks) and any(a[1] >= b[1] for a, b in zip(clocks, clocks[1:], strict=False)):
-        raise Refuse("'10:30 to 1:15': the 12-hour or the 24-hour clock?")
-    if any(t.type == "LEFT" for t in out) and any(t.type in ("DIVIDE", "DIVBY", "SLASH", "OVER") for t in out):
-        raise Refuse("what is left after a division: the remainder or the quotient?")
-    for k in range(len(out) - 2):  # "$0.25 an egg", "25 cents per egg", "$3 each ticket": a price each
-        if (out[k].type == "UNIT" and out[k].value.split(":")[0] in ("money", "gbp", "eur")
-                and out[k + 1].type in ("A", "PER", "EACH") and out[k + 2].type == "ITEMS"):
-            out[k + 1:k + 3] = [Token("EACH", "each")]
-            break
     vars_ = {t.value for t in out if t.type == "VAR"}
     if len(vars_) > 1:
         raise Refuse("two unknowns")

@@ -65,6 +65,7 @@ _U = {
     "degf": {("degf", "fahrenheit"): F(1)}, "degc": {("degc", "celsius", "centigrade"): F(1)},
 }
 UNIT = {w: (dim, f) for dim, table in _U.items() for names, f in table.items() for w in names}
+MONEY = ("money", "gbp", "eur")  # the dimensions of _U that are currencies
 
 # countable things bought or shared ("4 pens at $1.25 each", "if 3 tickets cost $36"): an ITEMS token, read only
 # where the grammar has a place for a count's noun (a price each, a price of one, a share)

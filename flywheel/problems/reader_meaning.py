@@ -101,12 +101,9 @@ def _c_divide(a, b):
 
 def _off_amount(a, p):
     """a less p: a percent of a ("20% off $80"), or an amount of money off a larger amount ("$5 off $80")."""
-    if p[1] == "%":
-        return _relative(a, p, -1)
-    if not (_money(p) and _money(a)) or rt.value(p[0]) * p[1][1] > rt.value(a[0]) * a[1][1]:
+    if p[1] != "%" and (not (_money(p) and _money(a)) or rt.value(p[0]) * p[1][1] > rt.value(a[0]) * a[1][1]):
         return None
     return _relative(a, p, -1)
-
 
 
 M = {
@@ -158,8 +155,8 @@ M = {
     "per_own_unit": lambda q, p: _div(p, (q[0], None)) if _money(p) and not _money(q) and q[1] not in PLAIN else None,
     "remainder_after": lambda a, b, q: _remainder(a, b) if _floor_is(a, b, Fraction(q.value)) else None,
     "remainder_tight": lambda a, b, q: M["remainder_after"](*((rt.num(Fraction(t.value)), None) for t in (a, b)), q),
-    "whole_times": lambda b, a: _floor(rt.div(a[0], b[0])) if _remainder(a, b) else None,
-    "mode": lambda it: (rt.median(it[0], "o"), None) if len(it[0]) > 2 else None,
+    "whole_times": lambda b, a: M["floordiv"](a, b),
+    "mode": lambda it: (rt.extreme("o", it[0]), None) if len(it[0]) > 2 else None,
     "square": lambda a: _pow(a, (rt.num(2), None)), "cube": lambda a: _pow(a, (rt.num(3), None)),
     "sqrt": lambda a: _pow(a, (rt.num(Fraction(1, 2)), None)),
     "cbrt": lambda a: _pow(a, (rt.num(Fraction(1, 3)), None)),

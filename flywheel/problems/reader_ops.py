@@ -9,6 +9,7 @@ from fractions import Fraction
 
 from lark import Token, Tree
 
+from galahad.flywheel.problems import reader_lexicon as lx
 from galahad.flywheel.problems import reader_tree as rt
 from galahad.flywheel.problems.reader_lexer import Refuse
 
@@ -205,7 +206,7 @@ def _percent(p):
 ONE_T = Token("NUM", "1")
 
 
-MONEY = ("money", "gbp", "eur")
+MONEY = lx.MONEY
 
 
 def _money(r) -> bool:

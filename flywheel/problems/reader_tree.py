@@ -214,14 +214,14 @@ def substitute(t: tuple, by: tuple) -> tuple:
     return _node(kind, kids)
 
 
-def median(items, kind: str = "m") -> tuple:
-    """The median (`m(...)`) or mode (`o(...)`) of a list, its items sorted by key (the order they were written
-    in is no matter)."""
-    return _node(kind, sorted(items, key=key))
+def median(items) -> tuple:
+    """The median of a list (`m(...)`, its items sorted by key: the order they were written in is no matter)."""
+    return _node("m", sorted(items, key=key))
 
 
 def extreme(kind: str, items) -> tuple:
-    """The larger (`>(...)`) or smaller (`<(...)`) of a list, its items sorted by key like the median's."""
+    """The larger (`>(...)`), smaller (`<(...)`) or most frequent (`o(...)`) of a list, its items sorted by key
+    like the median's."""
     return _node(kind, sorted(items, key=key))
 
 
@@ -229,9 +229,9 @@ def rebuild(kind: str, children: list) -> tuple:
     """A parsed key's node, through the constructors (a canonical key rebuilds to itself)."""
     if kind in "+*":
         return (add if kind == "+" else mul)(*children) if len(children) >= 2 else ("bad", "")
-    if kind in "mo":
-        return median(children, kind) if len(children) >= 2 else ("bad", "")
-    if kind in "<>":
+    if kind == "m":
+        return median(children) if len(children) >= 2 else ("bad", "")
+    if kind in "<>o":
         return extreme(kind, children) if len(children) >= 2 else ("bad", "")
     if kind in "-/|_":
         return _node(kind, children) if len(children) == 1 else ("bad", "")

@@ -9,6 +9,7 @@ first and checks afterwards. `linear(tree)` is (a, b) with tree = a*x + b, or No
 
 from __future__ import annotations
 
+from collections import Counter
 from fractions import Fraction
 from math import gcd
 
@@ -122,8 +123,8 @@ def _value(t: tuple, x: Fraction | None, memo: dict | None) -> Fraction | None:
         n = len(vals)
         return vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2
     if kind == "o":  # the mode: the one most frequent value (a tie: none)
-        counts = sorted(((vals.count(v), v) for v in set(vals)), reverse=True)
-        return counts[0][1] if len(counts) == 1 or counts[0][0] > counts[1][0] else None
+        top = Counter(vals).most_common(2)
+        return top[0][0] if len(top) == 1 or top[0][1] > top[1][1] else None
     if kind == ">":
         return max(vals)
     if kind == "<":
